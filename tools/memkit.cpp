@@ -1,0 +1,22 @@
+// memkit: the command-line tool. Subcommands are registered from tools/*_command.cpp.
+#include <cstdio>
+#include <exception>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"memkit: a device-memory manager for array and tensor frameworks"};
+  app.require_subcommand(1);
+  memkit::tools::add_demo_command(app);
+  memkit::tools::add_replay_command(app);
+  memkit::tools::add_plan_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
