@@ -1,0 +1,129 @@
+// memkit's caching allocator: the public API.
+//
+// Design (the whole core, once):
+//
+//   backend   hands out segments: [base, base + size) of device addresses.
+//   segment   one backend allocation, tiled by blocks in address order:
+//               sum(block.size for block in segment) == segment.size
+//               block.offset == previous.offset + previous.size
+//   block     a piece of a segment, live (handed out) or free (cached).
+//               live:  block.size >= round_up(requested, 512); the waste
+//                      block.size - round_up(requested, 512) is 0 for large
+//                      requests and < min(request / 2, 4 KiB) for small ones
+//                      (a cached block is reused whole rather than split into
+//                      slivers; the bound is kSmallWaste in pools/segment_pool.hpp)
+//               free:  in exactly one bin of its pool's free index, by size;
+//                      two free neighbours are merged unless their pending
+//                      fences are on different queues
+//   pools     small (requests <= 1 MiB, 2 MiB segments) and large (one segment a
+//             request, rounded to the granularity); each keeps a segregated-fit
+//             free index (placement/free_index.hpp) for best-fit lookup.
+//   fences    a block freed on queue q carries fence {q, submitted(q)}: it is
+//             reusable at once on q and on another queue only once the fence
+//             completes (queue-ordered reuse).
+//
+//   Counters, kept exact under the allocator's lock:
+//     active_bytes   == sum(block.size for live blocks)
+//     reserved_bytes == sum(segment.size)
+//     cached_bytes   == reserved_bytes - active_bytes == sum(free block sizes)
+//     reserved_bytes <= memory_limit (checked before any backend call)
+//   calculate_statistics() recounts them from the blocks; validation mode checks
+//   every invariant above after every operation.
+//
+//   Locking: one mutex guards the pools and counters; it is never held across a
+//   backend call (segments are allocated and freed, fences waited on, outside it).
+//
+// Pressure: when a request does not fit, the allocator (1) grows if the memory
+// limit allows, (2) releases cached segments, least recently used first, (3) waits
+// for queued work whose fences hold free blocks, then retries, and finally
+// (4) throws out_of_memory naming the request, live, cached and reserved bytes,
+// the limit and the largest free block. A failed call changes no state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "memkit/backend.hpp"
+#include "memkit/errors.hpp"
+#include "memkit/statistics.hpp"
+
+namespace memkit {
+
+// What allocate hands out. size is the block's real size (>= the request).
+struct allocation {
+  address_t address = 0;
+  std::size_t size = 0;
+};
+
+struct allocator_options {
+  std::size_t memory_limit = 0;  // 0: the backend's capacity
+  std::size_t cache_limit = 0;   // 0: the memory limit
+  std::size_t wired_limit = 0;   // 0: none wired
+  bool validate = false;         // check every invariant after every operation
+};
+
+// A view of the allocator's layout, for reports (the segment map of memkit replay).
+struct block_view {
+  std::size_t offset = 0;  // from the segment's base
+  std::size_t size = 0;
+  std::size_t requested = 0;  // 0 when free
+  bool live = false;
+};
+struct segment_view {
+  address_t base = 0;
+  std::size_t size = 0;
+  bool small = false;  // belongs to the small-block pool
+  std::vector<block_view> blocks;
+};
+
+class allocator {
+ public:
+  explicit allocator(backend& device, allocator_options options = {});
+  ~allocator();  // gives every segment back; live blocks are forgotten
+  allocator(const allocator&) = delete;
+  allocator& operator=(const allocator&) = delete;
+
+  // A block of at least `bytes`, usable on `queue`. bytes == 0 gives {0, 0} and
+  // costs nothing. Throws invalid_argument above the device's largest buffer,
+  // out_of_memory when nothing can make room.
+  allocation allocate(std::size_t bytes, queue_id queue = 0);
+  // Frees a block; its memory is reusable at once on the queue it was allocated
+  // on and on other queues once the work submitted so far completes. free(0)
+  // does nothing; an unknown address throws invalid_argument.
+  void free(address_t address);
+  // The block is also used by work on `queue` (like a stream record): its reuse
+  // after free waits for that queue's work submitted by the time of the free.
+  void record_use(address_t address, queue_id queue);
+  // The real size of a live block.
+  std::size_t get_size(address_t address) const;
+
+  // Limits. Each setter returns the previous value.
+  std::size_t set_memory_limit(std::size_t bytes);
+  std::size_t set_cache_limit(std::size_t bytes);
+  std::size_t set_wired_limit(std::size_t bytes);  // above the backend's max_wired: throws
+  std::size_t get_memory_limit() const;
+  std::size_t get_cache_limit() const;
+  std::size_t get_wired_limit() const;
+
+  statistics get_statistics() const;        // the counters, cheap
+  statistics calculate_statistics() const;  // recount from every block; throws
+                                            // invariant_violation if counters disagree
+  void reset_peak();                        // peaks := current values
+  void clear_cache();                       // gives every free segment back
+  std::size_t calculate_largest_free_block() const;
+  std::vector<segment_view> calculate_segments() const;
+
+  void set_validation(bool on);  // check invariants after every operation
+  void validate() const;         // check them now; throws invariant_violation
+
+  backend& get_backend() const noexcept;
+
+  struct state;
+
+ private:
+  std::unique_ptr<state> state_;
+};
+
+}  // namespace memkit
