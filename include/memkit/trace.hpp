@@ -1,0 +1,75 @@
+// Allocation traces: what a program asked of its allocator, in order.
+//
+// Three formats are read, detected from the content (docs/TRACES.md):
+//   memkit   gzip or plain CSV: `a,<id>,<size>,<stream>` / `f,<id>`, `# key: value`
+//            metadata lines; ids name live blocks.
+//   rmm      RMM's logging_resource_adaptor CSV: `Thread,Time,Action,Pointer,Size,Stream`,
+//            actions allocate / free (`deallocate` accepted) / `allocate failure`
+//            (skipped: nothing was handed out); pointers name live blocks.
+//   pytorch  a torch.cuda.memory._snapshot() saved as JSON: the entries of its
+//            `device_traces` with action `alloc` and `free_requested`; the other
+//            actions (free_completed, segment_alloc, ...) are the caching allocator's
+//            own and are ignored.
+//
+// Every format becomes one list of events over dense block numbers: allocation k
+// (in trace order) is block k, so a replay can keep its addresses in a vector.
+// Streams become dense numbers too, in order of first appearance.
+//
+// The readers check the trace as they go and throw trace_error, whose message names
+// the file and line: "[memkit::trace::read] trace.csv:2: unknown action 'x'".
+// Checked: malformed lines, unknown actions, a free of an unknown or already freed
+// block, an allocation of a block that is live, a truncated or corrupt gzip stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace memkit::trace {
+
+class trace_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class format { memkit, rmm, pytorch };
+std::string_view to_string(format f) noexcept;
+
+enum class action : std::uint8_t { allocate, free };
+
+struct event {
+  action kind = action::allocate;
+  std::uint32_t stream = 0;  // dense stream number (allocate only)
+  std::uint64_t block = 0;   // dense block number: the allocation's ordinal
+  std::size_t size = 0;      // requested bytes (allocate only)
+  std::uint64_t line = 0;    // where the event is in the file, for messages
+};
+
+struct trace_data {
+  std::string path;  // as given
+  std::string name;  // metadata `workload`, else the file name without extensions
+  format source_format = format::memkit;
+  std::vector<event> events;
+  std::uint64_t allocations = 0;     // == number of blocks
+  std::vector<std::string> streams;  // stream labels as written, by dense number
+  std::vector<std::pair<std::string, std::string>> metadata;  // in file order
+
+  // The value of a metadata key, or empty.
+  std::string_view get_metadata(std::string_view key) const noexcept;
+};
+
+// Reads a trace file in any of the formats; gzip-compressed or not.
+trace_data read(const std::string& path);
+// Reads a trace from memory (already decompressed); `path` is only used in messages.
+trace_data parse(std::string_view text, const std::string& path);
+// The format of decompressed trace text.
+format detect_format(std::string_view text) noexcept;
+
+// The largest sum of requested bytes live at once: the physical floor.
+std::size_t calculate_peak_live(const trace_data& trace);
+
+}  // namespace memkit::trace
