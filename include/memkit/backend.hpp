@@ -42,10 +42,11 @@ class backend {
   virtual address_t allocate_segment(std::size_t bytes) = 0;
   virtual void free_segment(address_t address, std::size_t bytes) = 0;
 
-  // Queues. get_submitted is the fence that covers all work submitted so far on
-  // the queue; is_complete may be polled; wait blocks until the fence completes.
-  virtual std::uint64_t get_submitted(queue_id queue) const = 0;
-  virtual bool is_complete(fence f) const = 0;
+  // Queues. get_submitted is the fence value that covers all work submitted so
+  // far on the queue (it may record a new fence); get_completed is the highest
+  // value known complete; wait blocks until the fence completes.
+  virtual std::uint64_t get_submitted(queue_id queue) = 0;
+  virtual std::uint64_t get_completed(queue_id queue) const = 0;
   virtual void wait(fence f) = 0;
 
   // Residency: the allocator tells the backend how many bytes it may keep wired.

@@ -12,8 +12,8 @@ class cpu_backend final : public backend {
   const device_facts& get_facts() const noexcept override { return facts_; }
   address_t allocate_segment(std::size_t bytes) override;
   void free_segment(address_t address, std::size_t bytes) override;
-  std::uint64_t get_submitted(queue_id) const override { return 0; }
-  bool is_complete(fence) const override { return true; }
+  std::uint64_t get_submitted(queue_id) override { return 0; }
+  std::uint64_t get_completed(queue_id) const override { return 0; }
   void wait(fence) override {}
   void* get_host_pointer(address_t address) const override {
     return reinterpret_cast<void*>(address);

@@ -52,8 +52,8 @@ class sim_backend final : public backend {
   const device_facts& get_facts() const noexcept override { return facts_; }
   address_t allocate_segment(std::size_t bytes) override;
   void free_segment(address_t address, std::size_t bytes) override;
-  std::uint64_t get_submitted(queue_id queue) const override;
-  bool is_complete(fence f) const override;
+  std::uint64_t get_submitted(queue_id queue) override;
+  std::uint64_t get_completed(queue_id queue) const override;
   void wait(fence f) override;
   void set_wired_limit(std::size_t bytes) override;
 

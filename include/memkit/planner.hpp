@@ -1,0 +1,123 @@
+// Whole-graph memory planning: give every buffer of a known schedule an offset in one
+// arena, as low as possible (DESIGN.md, "planner"; issue 8).
+//
+// The problem. Each buffer has a size and a half-open lifetime [lower, upper). Two
+// buffers whose lifetimes overlap must not overlap in memory. A plan gives each buffer
+// an offset; its height is the largest offset + size. No plan is lower than LOAD, the
+// largest sum of sizes live at one moment, so height / LOAD is the figure of merit.
+// Placement works on numbers only: nothing here touches a device.
+//
+// How solve() works:
+//   1. Greedy best fit by decreasing size (the TFLite / XLA heuristic) gives a valid
+//      plan in O(n^2) at once; every later step only replaces it with a lower one.
+//   2. The instance is split into parts that can be planned alone: a buffer live over
+//      the whole time span of its part goes to the bottom (every other buffer there is
+//      wholly above or below it, so swapping it down loses nothing), and the rest is cut
+//      at moments no buffer crosses. Time is compressed to the sections between events.
+//   3. Each part is searched depth first over canonical plans: buffers are placed in
+//      order of non-decreasing offset, each at the lowest offset its already-placed
+//      neighbours in time allow (every plan can be pushed down into such a form without
+//      growing). At the current level the search takes the time section with the least
+//      slack and branches on which buffer covers it at that level, or on none. A node
+//      is cut off when some section's floor plus the sizes still to place there exceeds
+//      the capacity (LOAD per section as the bound). Identical buffers are tried once.
+//   4. Without a capacity, the search is run for capacities between LOAD and the best
+//      height found (LOAD first, then bisection), each attempt with a slice of the time
+//      limit; the lowest valid plan found is kept, and it is optimal when it reaches
+//      LOAD or when every lower capacity was proven infeasible.
+// Every plan solve() returns has been checked with validate().
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace memkit::planner {
+
+// Errors from reading instances and traces; the message starts with the function
+// and names the file and line: "[memkit::planner::read_instance] A.csv:17: ...".
+class planner_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct buffer {
+  std::int64_t id = 0;     // as written in the instance; unique
+  std::int64_t lower = 0;  // first moment the buffer is live
+  std::int64_t upper = 0;  // first moment it is dead again (lower < upper)
+  std::int64_t size = 0;   // bytes, > 0
+};
+
+struct instance {
+  std::vector<buffer> buffers;
+};
+
+// offsets[i] is the offset of instance.buffers[i].
+struct plan {
+  std::vector<std::int64_t> offsets;
+};
+
+// CSV with the header `id,lower,upper,size`, one buffer a line. Rejects malformed
+// lines, non-numeric or negative fields, empty lifetimes, sizes <= 0 and duplicate ids.
+instance read_instance(const std::string& path);
+// The same from a stream; `name` is used in messages in place of the file name.
+instance parse_instance(std::istream& in, const std::string& name);
+
+// CSV with the header `id,lower,upper,size,offset`, in instance order.
+void write_plan(std::ostream& out, const instance& inst, const plan& p);
+void write_plan(const std::string& path, const instance& inst, const plan& p);
+
+// Converts a memkit allocation trace (gzip or plain CSV: `a,id,size,stream` and
+// `f,id` lines, `#` comments) into an instance whose time is the event index: a
+// block allocated by event i and freed by event j lives over [i, j); blocks never
+// freed live to the end. Zero-byte allocations are skipped.
+instance instance_from_trace(const std::string& path);
+
+// LOAD: the largest sum of sizes live at one moment; no plan is lower.
+std::int64_t load(const instance& inst);
+// The largest offset + size of a plan (0 for an empty instance).
+std::int64_t height(const instance& inst, const plan& p);
+
+struct validation {
+  bool ok = true;
+  std::string message;  // empty when ok; otherwise what is wrong, naming the buffers
+  explicit operator bool() const noexcept { return ok; }
+};
+
+// Checks that the plan has one non-negative offset per buffer, that no two buffers
+// live at the same moment share a byte, and (when given) that the height fits within
+// `capacity`. O(n log n).
+validation validate(const instance& inst, const plan& p,
+                    std::optional<std::int64_t> capacity = std::nullopt);
+
+// Best fit by decreasing size: each buffer, largest first, takes the smallest gap
+// among the buffers already placed that overlap it in time, or goes on top.
+plan greedy_best_fit(const instance& inst);
+
+struct options {
+  // Without a capacity, solve() minimises the height until it reaches LOAD or runs
+  // out of time. With one, it looks for a plan that fits and, unless
+  // `minimize_within_capacity`, stops at the first one found.
+  std::optional<std::int64_t> capacity;
+  bool minimize_within_capacity = false;
+  double time_limit_seconds = 10.0;
+};
+
+struct result {
+  plan best;                           // always valid; the lowest plan found
+  std::int64_t load_bytes = 0;         // LOAD
+  std::int64_t height_bytes = 0;       // height of `best`
+  std::int64_t greedy_height_bytes = 0;
+  bool fits = true;                    // height_bytes <= capacity (true without one)
+  bool optimal = false;                // no lower plan exists (height == LOAD or proven)
+  double seconds = 0.0;                // wall time spent in solve()
+  std::uint64_t nodes = 0;             // search nodes visited, all attempts together
+  std::size_t parts = 0;               // independent parts the instance split into
+};
+
+result solve(const instance& inst, const options& opts = {});
+
+}  // namespace memkit::planner

@@ -1,0 +1,603 @@
+// The allocator: limits, statistics, queue-ordered reuse, pressure and errors over
+// the segment pools. Design and invariants: include/memkit/allocator.hpp.
+#include "memkit/allocator.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "pools/address_map.hpp"
+#include "pools/segment_pool.hpp"
+
+namespace memkit {
+
+using pools::block;
+using pools::segment;
+using pools::segment_pool;
+
+namespace {
+
+std::size_t round_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
+
+std::string hex(address_t a) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
+  return buf;
+}
+
+// Fences recorded on one queue, to learn when blocks freed there are safe everywhere.
+struct queue_record {
+  std::uint64_t serial;  // every block freed on the queue with free_serial <= serial ...
+  std::uint64_t value;   // ... is safe once this fence completes
+};
+struct queue_state {
+  std::uint64_t last_free_serial = 0;  // latest free touching this queue
+  std::deque<queue_record> records;    // outstanding fences, oldest first
+};
+
+// A freed block that other queues used too (record_use): reusable once every
+// queue in `queues` is safe past `serial`.
+struct deferred_block {
+  block* b;
+  std::vector<queue_id> queues;
+  std::uint64_t serial;
+};
+
+struct released_segment {
+  address_t base;
+  std::size_t size;
+};
+
+}  // namespace
+
+struct allocator::state {
+  state(backend& b, const allocator_options& options)
+      : device(b),
+        facts(b.get_facts()),
+        safe_serial(std::max<std::uint32_t>(facts.queue_count, 1), 0),
+        queues(safe_serial.size()),
+        small(true, safe_serial.data()),
+        large(false, safe_serial.data()) {
+    if (facts.max_buffer == 0) facts.max_buffer = facts.capacity;
+    memory_limit = options.memory_limit ? options.memory_limit : facts.capacity;
+    cache_limit = options.cache_limit ? options.cache_limit : memory_limit;
+    wired_limit = options.wired_limit;
+    validating = options.validate;
+#ifdef MEMKIT_VALIDATE_DEFAULT
+    validating = true;
+#endif
+  }
+
+  backend& device;
+  device_facts facts;                       // copied once: the hot path reads it lock-free
+  mutable std::mutex mutex;                 // guards everything below
+  std::vector<std::uint64_t> safe_serial;   // per queue: frees up to here are safe everywhere
+  std::vector<queue_state> queues;          // per queue: fences recorded, latest free
+  segment_pool small;                       // requests <= 1 MiB
+  segment_pool large;                       // larger requests
+  pools::address_map<block> live;           // live blocks by address
+  std::unordered_map<block*, std::vector<queue_id>> extra_uses;  // record_use
+  std::vector<deferred_block> deferred;     // freed blocks waiting on other queues
+  statistics stats;                         // the cheap counters
+  std::size_t memory_limit = 0;
+  std::size_t cache_limit = 0;
+  std::size_t wired_limit = 0;
+  std::size_t reserving = 0;                // bytes being allocated outside the lock
+  std::uint64_t free_serial = 0;            // frees so far
+  bool validating = false;
+
+  segment_pool& pool_for(std::size_t size) { return size <= pools::kSmallRequest ? small : large; }
+
+  std::size_t segment_size_for(std::size_t size) const {
+    const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
+    std::size_t bytes = size <= pools::kSmallRequest ? round_up(pools::kSmallSegment, g)
+                                                     : round_up(size, g);
+    if (bytes > facts.max_buffer) bytes = std::max(size, facts.max_buffer);
+    return bytes;
+  }
+
+  allocation on_allocated(block* b, std::size_t bytes, bool hit) {
+    b->requested = bytes;
+    const address_t address = b->owner->base + b->offset;
+    live.insert(address, b);
+    stats.active_bytes += b->size;
+    stats.requested_bytes += bytes;
+    stats.peak_active_bytes = std::max(stats.peak_active_bytes, stats.active_bytes);
+    stats.peak_requested_bytes = std::max(stats.peak_requested_bytes, stats.requested_bytes);
+    stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+    stats.allocations++;
+    stats.cache_hits += hit;
+    stats.live_blocks++;
+    if (validating) validate_locked();
+    return {address, b->size};
+  }
+
+  allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue);
+  void refresh_fences();
+  bool wait_for_queued_work();
+  bool has_unsafe_blocks() const;
+  std::size_t calculate_releasable() const;
+  void release_until(std::size_t target_reserved, std::vector<released_segment>& out);
+  void give_back_segments(const std::vector<released_segment>& segments);
+  void trim_cache();
+  void release_deferred_locked();
+  void validate_locked() const;
+  statistics recount_locked() const;
+  [[noreturn]] void throw_out_of_memory(std::size_t bytes, queue_id queue);
+};
+
+// ---------------------------------------------------------------------------
+// Hot path
+
+allocator::allocator(backend& device, allocator_options options)
+    : state_(std::make_unique<state>(device, options)) {
+  if (options.wired_limit) set_wired_limit(options.wired_limit);
+}
+
+allocator::~allocator() {
+  state& s = *state_;
+  for (segment_pool* pool : {&s.small, &s.large}) {
+    for (segment* seg : pool->get_segments()) s.device.free_segment(seg->base, seg->size);
+  }
+}
+
+allocation allocator::allocate(std::size_t bytes, queue_id queue) {
+  if (bytes == 0) return {};
+  state& s = *state_;
+  if (bytes > s.facts.max_buffer) [[unlikely]] {
+    throw invalid_argument("[memkit::allocate] a request of " + std::to_string(bytes) +
+                           " bytes exceeds the backend's largest buffer of " +
+                           std::to_string(s.facts.max_buffer) + " bytes (" + s.facts.name + ")");
+  }
+  if (queue >= s.queues.size()) [[unlikely]] {
+    throw invalid_argument("[memkit::allocate] queue " + std::to_string(queue) +
+                           " does not exist; the backend has " + std::to_string(s.queues.size()));
+  }
+  const std::size_t size = round_up(bytes, pools::kQuantum);
+  {
+    std::lock_guard lock(s.mutex);
+    if (block* b = s.pool_for(size).take(size, queue)) [[likely]] {
+      return s.on_allocated(b, bytes, true);
+    }
+  }
+  return s.allocate_slow(bytes, size, queue);
+}
+
+void allocator::free(address_t address) {
+  if (address == 0) return;
+  state& s = *state_;
+  bool over_cache_limit;
+  {
+    std::lock_guard lock(s.mutex);
+    block* b = s.live.find(address);
+    if (!b) [[unlikely]] {
+      throw invalid_argument("[memkit::free] " + hex(address) + " is not a live block");
+    }
+    s.live.erase(address);
+    s.stats.active_bytes -= b->size;
+    s.stats.requested_bytes -= b->requested;
+    s.stats.cached_bytes = s.stats.reserved_bytes - s.stats.active_bytes;
+    s.stats.frees++;
+    s.stats.live_blocks--;
+    const std::uint64_t serial = ++s.free_serial;
+    s.queues[b->queue].last_free_serial = serial;
+    segment_pool& p = b->owner->small ? s.small : s.large;
+    if (!s.extra_uses.empty()) [[unlikely]] {
+      if (auto it = s.extra_uses.find(b); it != s.extra_uses.end()) {
+        for (queue_id q : it->second) s.queues[q].last_free_serial = serial;
+        it->second.push_back(b->queue);
+        s.deferred.push_back({b, std::move(it->second), serial});
+        s.extra_uses.erase(it);
+        p.defer(b);
+        if (s.validating) s.validate_locked();
+        return;
+      }
+    }
+    p.give_back(b, serial);
+    over_cache_limit = s.stats.cached_bytes > s.cache_limit;
+    if (s.validating) s.validate_locked();
+  }
+  if (over_cache_limit) [[unlikely]] s.trim_cache();
+}
+
+// ---------------------------------------------------------------------------
+// Slow paths: growing, pressure, fences. Backend calls happen with the lock released.
+
+allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, queue_id queue) {
+  segment_pool& pool = pool_for(size);
+  const std::size_t segment_size = segment_size_for(size);
+  bool refreshed = false;
+  bool waited = false;
+  bool backend_full = false;
+  for (;;) {
+    enum { grow, refresh, wait } plan;
+    std::vector<released_segment> released;
+    {
+      std::unique_lock lock(mutex);
+      if (block* b = pool.take(size, queue)) return on_allocated(b, bytes, true);
+      const std::size_t used = stats.reserved_bytes + reserving;
+      const std::size_t releasable = calculate_releasable();
+      if (!refreshed && has_unsafe_blocks()) {
+        // Polling fences costs far less than a new segment: learn what completed first.
+        plan = refresh;
+      } else if (!backend_full && used + segment_size <= memory_limit) {
+        plan = grow;
+      } else if (releasable > 0 && used - releasable + segment_size <= memory_limit) {
+        // Release least recently used segments: all of them if the device itself
+        // is full, else just enough to stay under the limit.
+        release_until(backend_full ? 0 : memory_limit - segment_size - reserving, released);
+        backend_full = false;
+        plan = grow;
+      } else if (!waited && has_unsafe_blocks()) {
+        plan = wait;
+        stats.retries++;
+      } else {
+        lock.unlock();
+        throw_out_of_memory(bytes, queue);
+      }
+      if (plan == grow) reserving += segment_size;
+    }
+    give_back_segments(released);
+    if (plan == refresh) {
+      refresh_fences();
+      refreshed = true;
+      continue;
+    }
+    if (plan == wait) {
+      wait_for_queued_work();
+      waited = true;
+      continue;
+    }
+    const address_t base = device.allocate_segment(segment_size);
+    std::lock_guard lock(mutex);
+    reserving -= segment_size;
+    if (base == 0) {
+      backend_full = true;
+      continue;
+    }
+    stats.reserved_bytes += segment_size;
+    stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
+    stats.backend_allocations++;
+    stats.segments++;
+    return on_allocated(pool.add_segment(base, segment_size, size, queue), bytes, false);
+  }
+}
+
+void allocator::state::throw_out_of_memory(std::size_t bytes, queue_id queue) {
+  out_of_memory::details d;
+  {
+    std::lock_guard lock(mutex);
+    stats.out_of_memory++;
+    d.requested_bytes = bytes;
+    d.active_bytes = stats.active_bytes;
+    d.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+    d.reserved_bytes = stats.reserved_bytes;
+    d.limit_bytes = memory_limit;
+    d.largest_free_bytes =
+        std::max(small.calculate_largest_free(), large.calculate_largest_free());
+  }
+  throw out_of_memory(
+      "[memkit::allocate] out of memory: requested " + std::to_string(bytes) + " bytes on queue " +
+          std::to_string(queue) + "; live " + std::to_string(d.active_bytes) + ", cached " +
+          std::to_string(d.cached_bytes) + ", reserved " + std::to_string(d.reserved_bytes) +
+          ", limit " + std::to_string(d.limit_bytes) + ", largest free block " +
+          std::to_string(d.largest_free_bytes) + " bytes",
+      d);
+}
+
+bool allocator::state::has_unsafe_blocks() const {
+  if (!deferred.empty()) return true;
+  for (std::size_t q = 0; q < queues.size(); ++q) {
+    if (queues[q].last_free_serial > safe_serial[q]) return true;
+  }
+  return false;
+}
+
+// Records a fence on every queue with blocks not yet safe, polls every queue with
+// outstanding fences, and makes safe what completed.
+void allocator::state::refresh_fences() {
+  std::vector<queue_id> record;
+  std::vector<queue_id> poll;
+  std::uint64_t serial_now;
+  {
+    std::lock_guard lock(mutex);
+    serial_now = free_serial;
+    for (queue_id q = 0; q < queues.size(); ++q) {
+      const queue_state& qs = queues[q];
+      const std::uint64_t covered = qs.records.empty() ? safe_serial[q] : qs.records.back().serial;
+      if (qs.last_free_serial > covered) record.push_back(q);
+      if (qs.last_free_serial > safe_serial[q]) poll.push_back(q);
+    }
+  }
+  if (poll.empty()) return;
+  std::vector<std::uint64_t> submitted(record.size());
+  for (std::size_t i = 0; i < record.size(); ++i) submitted[i] = device.get_submitted(record[i]);
+  std::vector<std::uint64_t> completed(poll.size());
+  for (std::size_t i = 0; i < poll.size(); ++i) completed[i] = device.get_completed(poll[i]);
+
+  std::lock_guard lock(mutex);
+  for (std::size_t i = 0; i < record.size(); ++i) {
+    queues[record[i]].records.push_back({serial_now, submitted[i]});
+  }
+  bool advanced = false;
+  for (std::size_t i = 0; i < poll.size(); ++i) {
+    queue_state& qs = queues[poll[i]];
+    while (!qs.records.empty() && qs.records.front().value <= completed[i]) {
+      safe_serial[poll[i]] = std::max(safe_serial[poll[i]], qs.records.front().serial);
+      qs.records.pop_front();
+      advanced = true;
+    }
+  }
+  if (advanced) {
+    release_deferred_locked();
+    small.merge_unmerged();
+    large.merge_unmerged();
+    if (validating) validate_locked();
+  }
+}
+
+// Waits, with the lock released, for every fence outstanding; returns whether any.
+bool allocator::state::wait_for_queued_work() {
+  refresh_fences();
+  std::vector<fence> fences;
+  {
+    std::lock_guard lock(mutex);
+    for (queue_id q = 0; q < queues.size(); ++q) {
+      if (!queues[q].records.empty()) fences.push_back({q, queues[q].records.back().value});
+    }
+  }
+  for (const fence& f : fences) device.wait(f);
+  refresh_fences();
+  return !fences.empty();
+}
+
+void allocator::state::release_deferred_locked() {
+  auto safe = [&](const deferred_block& d) {
+    return std::all_of(d.queues.begin(), d.queues.end(),
+                       [&](queue_id q) { return safe_serial[q] >= d.serial; });
+  };
+  for (auto it = deferred.begin(); it != deferred.end();) {
+    if (safe(*it)) {
+      block* b = it->b;
+      (b->owner->small ? small : large).release_deferred(b);
+      it = deferred.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::size_t allocator::state::calculate_releasable() const {
+  std::size_t bytes = 0;
+  for (const segment_pool* pool : {&small, &large}) {
+    for (const segment* seg : pool->get_segments()) {
+      if (seg->idle && seg->first->size == seg->size && seg->first->indexed &&
+          pool->is_safe(seg->first))
+        bytes += seg->size;
+    }
+  }
+  return bytes;
+}
+
+// Takes idle segments out of the pools, least recently used first, until reserved
+// bytes are at most `target_reserved`; the caller gives them to the backend.
+void allocator::state::release_until(std::size_t target_reserved,
+                                     std::vector<released_segment>& out) {
+  while (stats.reserved_bytes > target_reserved) {
+    segment_pool* pool = &large;
+    segment* seg = large.get_releasable();
+    if (!seg) {
+      pool = &small;
+      seg = small.get_releasable();
+    }
+    if (!seg) break;
+    out.push_back({seg->base, seg->size});
+    stats.reserved_bytes -= seg->size;
+    stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+    stats.backend_frees++;
+    stats.segments--;
+    pool->remove_segment(seg);
+  }
+  if (validating) validate_locked();
+}
+
+void allocator::state::give_back_segments(const std::vector<released_segment>& segments) {
+  for (const released_segment& r : segments) device.free_segment(r.base, r.size);
+}
+
+void allocator::state::trim_cache() {
+  refresh_fences();
+  std::vector<released_segment> released;
+  {
+    std::lock_guard lock(mutex);
+    if (stats.cached_bytes > cache_limit) {
+      release_until(stats.active_bytes + cache_limit, released);
+    }
+  }
+  give_back_segments(released);
+}
+
+// ---------------------------------------------------------------------------
+// Limits, statistics, views
+
+std::size_t allocator::set_memory_limit(std::size_t bytes) {
+  state& s = *state_;
+  std::size_t previous;
+  std::vector<released_segment> released;
+  s.refresh_fences();
+  {
+    std::lock_guard lock(s.mutex);
+    previous = s.memory_limit;
+    s.memory_limit = bytes;
+    if (s.stats.reserved_bytes > bytes) s.release_until(bytes, released);
+  }
+  s.give_back_segments(released);
+  return previous;
+}
+
+std::size_t allocator::set_cache_limit(std::size_t bytes) {
+  state& s = *state_;
+  std::size_t previous;
+  {
+    std::lock_guard lock(s.mutex);
+    previous = s.cache_limit;
+    s.cache_limit = bytes;
+  }
+  s.trim_cache();
+  return previous;
+}
+
+std::size_t allocator::set_wired_limit(std::size_t bytes) {
+  state& s = *state_;
+  if (bytes > s.facts.max_wired) {
+    throw invalid_argument("[memkit::set_wired_limit] " + std::to_string(bytes) +
+                           " bytes exceeds the backend's maximum of " +
+                           std::to_string(s.facts.max_wired) + " bytes (" + s.facts.name + ")");
+  }
+  std::size_t previous;
+  {
+    std::lock_guard lock(s.mutex);
+    previous = s.wired_limit;
+    s.wired_limit = bytes;
+  }
+  s.device.set_wired_limit(bytes);
+  return previous;
+}
+
+std::size_t allocator::get_memory_limit() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->memory_limit;
+}
+std::size_t allocator::get_cache_limit() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->cache_limit;
+}
+std::size_t allocator::get_wired_limit() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->wired_limit;
+}
+
+void allocator::record_use(address_t address, queue_id queue) {
+  state& s = *state_;
+  std::lock_guard lock(s.mutex);
+  block* b = s.live.find(address);
+  if (!b) throw invalid_argument("[memkit::record_use] " + hex(address) + " is not a live block");
+  if (queue >= s.queues.size()) {
+    throw invalid_argument("[memkit::record_use] queue " + std::to_string(queue) +
+                           " does not exist");
+  }
+  if (queue == b->queue) return;
+  auto& uses = s.extra_uses[b];
+  if (std::find(uses.begin(), uses.end(), queue) == uses.end()) uses.push_back(queue);
+}
+
+std::size_t allocator::get_size(address_t address) const {
+  std::lock_guard lock(state_->mutex);
+  const block* b = state_->live.find(address);
+  if (!b) throw invalid_argument("[memkit::get_size] " + hex(address) + " is not a live block");
+  return b->size;
+}
+
+statistics allocator::get_statistics() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->stats;
+}
+
+void allocator::reset_peak() {
+  std::lock_guard lock(state_->mutex);
+  statistics& st = state_->stats;
+  st.peak_active_bytes = st.active_bytes;
+  st.peak_requested_bytes = st.requested_bytes;
+  st.peak_reserved_bytes = st.reserved_bytes;
+}
+
+void allocator::clear_cache() {
+  state& s = *state_;
+  s.refresh_fences();
+  std::vector<released_segment> released;
+  {
+    std::lock_guard lock(s.mutex);
+    s.release_until(0, released);
+  }
+  s.give_back_segments(released);
+}
+
+std::size_t allocator::calculate_largest_free_block() const {
+  std::lock_guard lock(state_->mutex);
+  return std::max(state_->small.calculate_largest_free(), state_->large.calculate_largest_free());
+}
+
+std::vector<segment_view> allocator::calculate_segments() const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<segment_view> views;
+  for (const segment_pool* pool : {&state_->small, &state_->large}) {
+    for (const segment* seg : pool->get_segments()) {
+      segment_view v{seg->base, seg->size, pool->is_small(), {}};
+      for (const block* b = seg->first; b; b = static_cast<const block*>(b->next_range)) {
+        v.blocks.push_back({b->offset, b->size, b->requested, b->live});
+      }
+      views.push_back(std::move(v));
+    }
+  }
+  std::sort(views.begin(), views.end(),
+            [](const segment_view& a, const segment_view& b) { return a.base < b.base; });
+  return views;
+}
+
+statistics allocator::state::recount_locked() const {
+  statistics counted = stats;
+  std::size_t live_bytes = 0, free_bytes = 0, live_blocks = 0, requested = 0;
+  small.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
+  large.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
+  counted.active_bytes = live_bytes;
+  counted.requested_bytes = requested;
+  counted.reserved_bytes = live_bytes + free_bytes;
+  counted.cached_bytes = free_bytes;
+  counted.live_blocks = live_blocks;
+  counted.segments = small.get_segments().size() + large.get_segments().size();
+  return counted;
+}
+
+void allocator::state::validate_locked() const {
+  const statistics counted = recount_locked();
+  auto check = [](bool ok, const char* what) {
+    if (!ok) throw invariant_violation(std::string("[memkit::validate] ") + what);
+  };
+  check(counted.active_bytes == stats.active_bytes, "active_bytes differs from the blocks");
+  check(counted.requested_bytes == stats.requested_bytes, "requested_bytes differs");
+  check(counted.reserved_bytes == stats.reserved_bytes, "reserved_bytes differs from segments");
+  check(counted.cached_bytes == stats.cached_bytes, "cached_bytes differs from free blocks");
+  check(counted.live_blocks == stats.live_blocks, "live_blocks differs");
+  check(counted.segments == stats.segments, "segment count differs");
+  check(live.size() == stats.live_blocks, "the address map and the live blocks disagree");
+  check(stats.peak_active_bytes >= stats.active_bytes, "peak active below active");
+  check(stats.peak_reserved_bytes >= stats.reserved_bytes, "peak reserved below reserved");
+  live.for_each([&](address_t address, const block* b) {
+    check(b->live && b->owner->base + b->offset == address, "a live entry points at a wrong block");
+  });
+  for (const deferred_block& d : deferred) check(d.b->deferred, "a deferred block is not marked");
+}
+
+statistics allocator::calculate_statistics() const {
+  std::lock_guard lock(state_->mutex);
+  state_->validate_locked();
+  return state_->recount_locked();
+}
+
+void allocator::set_validation(bool on) {
+  std::lock_guard lock(state_->mutex);
+  state_->validating = on;
+}
+
+void allocator::validate() const {
+  std::lock_guard lock(state_->mutex);
+  state_->validate_locked();
+}
+
+backend& allocator::get_backend() const noexcept { return state_->device; }
+
+}  // namespace memkit

@@ -1,0 +1,135 @@
+#include "memkit/backends/sim.hpp"
+
+#include <string>
+
+#include "memkit/errors.hpp"
+
+namespace memkit {
+
+sim_backend::sim_backend(sim_options options) : options_(options) {
+  facts_.name = "sim";
+  facts_.capacity = options.capacity;
+  facts_.granularity = options.granularity ? options.granularity : 1;
+  facts_.max_buffer = options.max_buffer ? options.max_buffer : options.capacity;
+  facts_.alignment = options.alignment;
+  facts_.max_wired = options.max_wired ? options.max_wired : options.capacity;
+  facts_.queue_count = options.queue_count ? options.queue_count : 1;
+  facts_.unified = false;
+  submitted_.assign(facts_.queue_count, 0);
+  completed_.assign(facts_.queue_count, 0);
+  // Addresses look like a device's and never collide with host pointers in tests.
+  next_address_ = address_t{1} << 44;
+}
+
+sim_backend::~sim_backend() = default;
+
+address_t sim_backend::allocate_segment(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  if (bytes == 0 || bytes > facts_.max_buffer || counters_.reserved_bytes + bytes > facts_.capacity) {
+    counters_.failed_allocs++;
+    return 0;
+  }
+  const std::size_t g = facts_.granularity;
+  const address_t address = next_address_;
+  // Leave a gap of one granule so that adjacent segments are never contiguous.
+  next_address_ += (bytes + g - 1) / g * g + g;
+  segments_.emplace(address, bytes);
+  counters_.segment_allocs++;
+  counters_.reserved_bytes += bytes;
+  if (counters_.reserved_bytes > counters_.peak_reserved_bytes)
+    counters_.peak_reserved_bytes = counters_.reserved_bytes;
+  counters_.simulated_ns += options_.segment_alloc_ns;
+  return address;
+}
+
+void sim_backend::free_segment(address_t address, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto it = segments_.find(address);
+  if (it == segments_.end() || it->second != bytes) {
+    throw invalid_argument("[memkit::sim_backend::free_segment] no segment of " +
+                           std::to_string(bytes) + " bytes at this address");
+  }
+  segments_.erase(it);
+  counters_.segment_frees++;
+  counters_.reserved_bytes -= bytes;
+  counters_.simulated_ns += options_.segment_free_ns;
+}
+
+void sim_backend::check_queue(queue_id queue, const char* function) const {
+  if (queue >= facts_.queue_count) {
+    throw invalid_argument(std::string("[memkit::sim_backend::") + function + "] queue " +
+                           std::to_string(queue) + " does not exist");
+  }
+}
+
+std::uint64_t sim_backend::get_submitted(queue_id queue) {
+  check_queue(queue, "get_submitted");
+  std::lock_guard lock(mutex_);
+  return submitted_[queue];
+}
+
+std::uint64_t sim_backend::get_completed(queue_id queue) const {
+  check_queue(queue, "get_completed");
+  std::lock_guard lock(mutex_);
+  counters_.fence_queries++;
+  return completed_[queue];
+}
+
+void sim_backend::wait(fence f) {
+  check_queue(f.queue, "wait");
+  std::unique_lock lock(mutex_);
+  counters_.waits++;
+  if (completed_[f.queue] >= f.value) return;
+  if (options_.wait_blocks) {
+    completed_cv_.wait(lock, [&] { return completed_[f.queue] >= f.value; });
+  } else {
+    completed_[f.queue] = std::min(f.value, submitted_[f.queue]);
+  }
+}
+
+std::uint64_t sim_backend::submit(queue_id queue) {
+  check_queue(queue, "submit");
+  std::lock_guard lock(mutex_);
+  const std::uint64_t value = ++submitted_[queue];
+  if (options_.auto_complete_after > 0 && value > options_.auto_complete_after) {
+    completed_[queue] = std::max(completed_[queue], value - options_.auto_complete_after);
+    completed_cv_.notify_all();
+  }
+  return value;
+}
+
+void sim_backend::complete(queue_id queue, std::uint64_t value) {
+  check_queue(queue, "complete");
+  std::lock_guard lock(mutex_);
+  if (value > submitted_[queue]) value = submitted_[queue];
+  if (value > completed_[queue]) completed_[queue] = value;
+  completed_cv_.notify_all();
+}
+
+void sim_backend::complete_all() {
+  std::lock_guard lock(mutex_);
+  completed_ = submitted_;
+  completed_cv_.notify_all();
+}
+
+void sim_backend::set_capacity(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  facts_.capacity = bytes;
+}
+
+void sim_backend::set_wired_limit(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  wired_limit_ = bytes;
+}
+
+std::size_t sim_backend::get_wired_limit() const {
+  std::lock_guard lock(mutex_);
+  return wired_limit_;
+}
+
+sim_counters sim_backend::get_counters() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+}  // namespace memkit

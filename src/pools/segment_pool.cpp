@@ -1,0 +1,219 @@
+#include "pools/segment_pool.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "memkit/errors.hpp"
+
+namespace memkit::pools {
+
+segment_pool::~segment_pool() {
+  for (segment* s : segments_) {
+    for (block* b = s->first; b;) {
+      block* next = static_cast<block*>(b->next_range);
+      blocks_.recycle(b);
+      b = next;
+    }
+    delete s;
+  }
+}
+
+block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
+  index_.remove(b);
+  if (!may_leave_unsplit(b->size, size, small_)) {
+    block* rest = blocks_.make();
+    placement::split(b, size, rest);
+    rest->owner = b->owner;
+    rest->queue = b->queue;
+    rest->free_serial = b->free_serial;
+    index_.insert(rest);
+    auto* upper = static_cast<block*>(rest->next_range);
+    if (upper && upper->indexed) list_unmerged(rest);  // it stays apart from upper
+  }
+  b->live = true;
+  b->queue = queue;
+  segment* s = b->owner;
+  if (s->live_blocks++ == 0) set_idle(s, false);
+  return b;
+}
+
+block* segment_pool::add_segment(address_t base, std::size_t segment_size, std::size_t size,
+                                 queue_id queue) {
+  auto* s = new segment;
+  s->base = base;
+  s->size = segment_size;
+  s->small = small_;
+  block* b = blocks_.make();
+  b->size = segment_size;
+  b->owner = s;
+  s->first = b;
+  segments_.push_back(s);
+  index_.insert(b);
+  return carve(b, size, queue);
+}
+
+bool segment_pool::can_merge(const block* lower, const block* upper) const {
+  if (lower->deferred || upper->deferred) return false;
+  return lower->queue == upper->queue || is_safe(lower) || is_safe(upper);
+}
+
+block* segment_pool::merge(block* lower, block* upper) {
+  // The merged block stays reserved to the queue of whichever part is not yet
+  // safe; can_merge ensures at most one queue is involved.
+  if (!is_safe(upper) && (is_safe(lower) || upper->free_serial > lower->free_serial)) {
+    lower->queue = upper->queue;
+    lower->free_serial = upper->free_serial;
+  }
+  placement::absorb_next(lower);
+  if (upper->unmerged) list_unmerged(lower);  // upper's other neighbour still stands apart
+  discard(upper);
+  return lower;
+}
+
+void segment_pool::list_unmerged(block* b) {
+  if (b->unmerged) return;
+  b->unmerged = true;
+  unmerged_.push_back(b);
+}
+
+void segment_pool::discard(block* b) {
+  if (b->unmerged) unmerged_.erase(std::find(unmerged_.begin(), unmerged_.end(), b));
+  blocks_.recycle(b);
+}
+
+void segment_pool::defer(block* b) {
+  b->live = false;
+  b->requested = 0;
+  b->deferred = true;
+  segment* s = b->owner;
+  if (--s->live_blocks == 0) set_idle(s, true);
+}
+
+void segment_pool::give_back(block* b, std::uint64_t free_serial) {
+  b->live = false;
+  b->requested = 0;
+  b->free_serial = free_serial;
+  bool apart = false;
+  auto* lower = static_cast<block*>(b->prev_range);
+  if (lower && !lower->live && lower->indexed) {
+    if (can_merge(lower, b)) {
+      index_.remove(lower);
+      b = merge(lower, b);
+    } else {
+      apart = true;
+    }
+  }
+  auto* upper = static_cast<block*>(b->next_range);
+  if (upper && !upper->live && upper->indexed) {
+    if (can_merge(b, upper)) {
+      index_.remove(upper);
+      b = merge(b, upper);
+    } else {
+      apart = true;
+    }
+  }
+  index_.insert(b);
+  if (apart) list_unmerged(b);
+  segment* s = b->owner;
+  if (--s->live_blocks == 0) set_idle(s, true);
+}
+
+void segment_pool::release_deferred(block* b) {
+  b->deferred = false;
+  b->live = true;  // give_back expects a live block; the segment count was kept
+  b->owner->live_blocks++;
+  give_back(b, 0);
+}
+
+void segment_pool::merge_unmerged() {
+  // Re-file each listed block once: it merges with what its state now allows, or
+  // is listed again at the back. Blocks merged away are unlisted by discard().
+  for (std::size_t remaining = unmerged_.size(); remaining > 0 && !unmerged_.empty(); --remaining) {
+    block* b = unmerged_.front();
+    unmerged_.erase(unmerged_.begin());
+    b->unmerged = false;
+    if (b->live || !b->indexed) continue;
+    index_.remove(b);
+    b->live = true;
+    b->owner->live_blocks++;
+    give_back(b, b->free_serial);
+  }
+}
+
+void segment_pool::set_idle(segment* s, bool idle) {
+  if (idle == s->idle) return;
+  s->idle = idle;
+  if (idle) {
+    s->prev_idle = nullptr;
+    s->next_idle = idle_head_;
+    if (idle_head_) idle_head_->prev_idle = s;
+    idle_head_ = s;
+    if (!idle_tail_) idle_tail_ = s;
+  } else {
+    if (s->prev_idle) s->prev_idle->next_idle = s->next_idle;
+    else idle_head_ = s->next_idle;
+    if (s->next_idle) s->next_idle->prev_idle = s->prev_idle;
+    else idle_tail_ = s->prev_idle;
+    s->prev_idle = s->next_idle = nullptr;
+  }
+}
+
+segment* segment_pool::get_releasable() const {
+  for (segment* s = idle_tail_; s; s = s->prev_idle) {
+    if (s->first->size == s->size && s->first->indexed && is_safe(s->first)) return s;
+  }
+  return nullptr;
+}
+
+void segment_pool::remove_segment(segment* s) {
+  set_idle(s, false);
+  index_.remove(s->first);
+  discard(s->first);
+  segments_.erase(std::find(segments_.begin(), segments_.end(), s));
+  delete s;
+}
+
+void segment_pool::validate(std::size_t* live_bytes, std::size_t* free_bytes,
+                            std::size_t* live_blocks, std::size_t* requested_bytes) const {
+  auto fail = [](const std::string& what) {
+    throw invariant_violation("[memkit::validate] " + what);
+  };
+  std::uint64_t indexed = 0;
+  for (const segment* s : segments_) {
+    std::size_t offset = 0;
+    std::size_t live = 0;
+    const block* prev = nullptr;
+    for (const block* b = s->first; b; b = static_cast<const block*>(b->next_range)) {
+      if (b->owner != s) fail("a block's owner is not its segment");
+      if (b->offset != offset) fail("blocks do not tile their segment");
+      if (b->prev_range != prev) fail("a block's lower link is wrong");
+      if (b->size == 0) fail("an empty block");
+      offset += b->size;
+      if (b->live) {
+        ++live;
+        *live_bytes += b->size;
+        *requested_bytes += b->requested;
+        if (b->indexed) fail("a live block is in the free index");
+        if (b->requested == 0 || b->requested > b->size) fail("a live block's request is wrong");
+      } else {
+        *free_bytes += b->size;
+        if (b->deferred == b->indexed) fail("a free block is neither indexed nor deferred");
+        if (b->indexed) {
+          ++indexed;
+          if (b->bin != placement::free_index::bin_of(b->size)) fail("a free block is in the wrong bin");
+        }
+        if (prev && !prev->live && prev->indexed && b->indexed && can_merge(prev, b) &&
+            !prev->unmerged && !b->unmerged)
+          fail("two mergeable free neighbours were left apart");
+      }
+      prev = b;
+    }
+    if (offset != s->size) fail("blocks do not cover their segment");
+    if (live != s->live_blocks) fail("a segment's live-block count is wrong");
+    if (s->idle != (live == 0)) fail("a segment's idle mark is wrong");
+    *live_blocks += live;
+  }
+  if (indexed != index_.get_count()) fail("the free index holds blocks outside the segments");
+}
+
+}  // namespace memkit::pools

@@ -1,0 +1,115 @@
+// Segment pools: segments from the backend, tiled by blocks that split and merge.
+// The data structures and their invariants are described once, at the top of
+// include/memkit/allocator.hpp; this file holds the records and their operations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "memkit/backend.hpp"
+#include "placement/free_index.hpp"
+#include "placement/range_list.hpp"
+#include "pools/node_pool.hpp"
+
+namespace memkit::pools {
+
+inline constexpr std::size_t kQuantum = 512;                    // request rounding
+inline constexpr std::size_t kSmallRequest = std::size_t{1} << 20;  // small pool: <= 1 MiB
+inline constexpr std::size_t kSmallSegment = std::size_t{2} << 20;  // small segments: 2 MiB
+inline constexpr std::size_t kSmallWaste = 4096;                // most a small reuse may waste
+
+struct segment;
+
+struct block : placement::range_node {
+  segment* owner = nullptr;        // the segment the block lies in
+  std::size_t requested = 0;       // live: bytes asked for; free: 0
+  std::uint64_t free_serial = 0;   // free: when it was freed; safe for every queue once
+                                   // free_serial <= safe_serial[queue]
+  queue_id queue = 0;              // live: queue it serves; free: queue that used it last
+  bool live = false;               // handed out
+  bool deferred = false;           // free but waiting for other queues' recorded uses
+  bool unmerged = false;           // free and listed: a neighbour could not merge with it
+};
+
+struct segment {
+  address_t base = 0;              // first device address
+  std::size_t size = 0;            // bytes, a multiple of the granularity
+  block* first = nullptr;          // lowest block
+  std::size_t live_blocks = 0;     // blocks handed out
+  segment* prev_idle = nullptr;    // idle list (live_blocks == 0), most recent first
+  segment* next_idle = nullptr;
+  bool idle = false;               // on the idle list
+  bool small = false;              // belongs to the small pool
+};
+
+// The waste a reuse of `block_size` bytes for a request of `size` may leave unsplit.
+inline bool may_leave_unsplit(std::size_t block_size, std::size_t size, bool small) {
+  const std::size_t rest = block_size - size;
+  if (!small) return rest < kQuantum;
+  return rest < kQuantum || rest < std::min(size / 2, kSmallWaste);
+}
+
+class segment_pool {
+ public:
+  // safe_serial[q]: blocks freed on q with free_serial <= it are safe on every queue.
+  segment_pool(bool small, const std::uint64_t* safe_serial)
+      : small_(small), safe_serial_(safe_serial) {}
+  ~segment_pool();
+  segment_pool(const segment_pool&) = delete;
+  segment_pool& operator=(const segment_pool&) = delete;
+
+  bool is_safe(const block* b) const { return b->free_serial <= safe_serial_[b->queue]; }
+
+  // Hot path: the best free block usable on `queue`, split to `size`, now live.
+  block* take(std::size_t size, queue_id queue) {
+    placement::free_node* found = index_.find(size, [&](const placement::free_node* n) {
+      const auto* b = static_cast<const block*>(n);
+      return b->queue == queue || is_safe(b);
+    });
+    if (!found) return nullptr;
+    return carve(static_cast<block*>(found), size, queue);
+  }
+
+  // A new segment; returns the block of `size` carved from it for `queue`.
+  block* add_segment(address_t base, std::size_t segment_size, std::size_t size, queue_id queue);
+  // Returns a live block; it merges with free neighbours its state allows.
+  void give_back(block* b, std::uint64_t free_serial);
+  // Frees a live block used on other queues too: kept out of the index until
+  // release_deferred, once their work is known complete.
+  void defer(block* b);
+  // A deferred block becomes reusable.
+  void release_deferred(block* b);
+  // Blocks that could not merge because their queues differed: try again.
+  void merge_unmerged();
+  // An idle, safe segment to release, least recently used first; nullptr if none.
+  segment* get_releasable() const;
+  void remove_segment(segment* s);  // s must be idle: its one block free and indexed
+
+  std::size_t calculate_largest_free() const { return index_.calculate_largest(); }
+  const std::vector<segment*>& get_segments() const { return segments_; }
+  bool is_small() const { return small_; }
+  std::uint64_t get_free_count() const { return index_.get_count(); }
+  // Checks the pool's invariants; throws invariant_violation naming the first broken one.
+  void validate(std::size_t* live_bytes, std::size_t* free_bytes, std::size_t* live_blocks,
+                std::size_t* requested_bytes) const;
+
+ private:
+  block* carve(block* b, std::size_t size, queue_id queue);
+  bool can_merge(const block* lower, const block* upper) const;
+  block* merge(block* lower, block* upper);  // both free and out of the index
+  void list_unmerged(block* b);
+  void discard(block* b);  // recycles a record, unlisting it first
+  void set_idle(segment* s, bool idle);
+
+  bool small_;
+  const std::uint64_t* safe_serial_;
+  placement::free_index index_;
+  node_pool<block> blocks_;
+  std::vector<segment*> segments_;
+  segment* idle_head_ = nullptr;  // most recently idle
+  segment* idle_tail_ = nullptr;  // least recently idle
+  std::vector<block*> unmerged_;  // free blocks left apart from a neighbour by queue
+};
+
+}  // namespace memkit::pools
