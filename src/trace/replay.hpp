@@ -1,0 +1,92 @@
+// Replays a trace through memkit's allocator and measures what it holds and costs.
+//
+// Every run builds a fresh backend and allocator, so runs are independent and, on the
+// simulated device, deterministic: the same trace and options give the same layout.
+// Streams become queues 0..n-1 in order of first appearance; the trace has no kernels,
+// so no fence is ever pending and a freed block is reusable on every queue at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "memkit/allocator.hpp"
+#include "memkit/statistics.hpp"
+#include "memkit/trace.hpp"
+
+namespace memkit::trace {
+
+enum class backend_kind { sim, cpu };
+
+struct replay_options {
+  backend_kind device = backend_kind::sim;
+  std::size_t capacity = std::size_t{1} << 40;     // sim only; also the memory limit
+  std::size_t granularity = std::size_t{2} << 20;  // sim only
+  bool validate = false;  // check the allocator's invariants after every operation
+  // Called every few thousand events with (events done, events in all).
+  std::function<void(std::uint64_t, std::uint64_t)> progress;
+};
+
+struct replay_result {
+  bool completed = false;               // false: out of memory at failed_line
+  std::string failure;                  // the out_of_memory message
+  std::uint64_t failed_line = 0;        // the trace line of the allocation that failed
+  std::uint64_t events = 0;             // replayed
+  std::uint64_t allocations = 0;        // allocate events replayed
+  std::size_t peak_live_bytes = 0;      // from the trace: requested bytes live at once
+  std::size_t peak_reserved_bytes = 0;  // the allocator's statistics
+  std::size_t peak_active_bytes = 0;
+  std::uint64_t backend_allocs = 0;
+  std::uint64_t backend_frees = 0;
+  std::uint64_t loop_ns = 0;  // wall time of the replay loop only
+  double ns_per_event = 0;
+  statistics final_statistics;
+};
+
+// Runs the whole trace once. Throws trace_error naming the trace line when the
+// allocator rejects an event outright (a block above the device's largest buffer), and
+// when --backend cpu is asked for more memory than the machine has.
+replay_result replay(const trace_data& trace, const replay_options& options);
+
+// What the HTML report draws.
+struct timeline_sample {
+  std::uint64_t event = 0;         // the last event of the sample's window
+  std::size_t live_bytes = 0;      // the largest in the window
+  std::size_t reserved_bytes = 0;  // the largest in the window
+};
+struct replay_observation {
+  bool completed = true;                  // false: the run ended in out of memory
+  std::uint64_t events = 0;               // replayed
+  std::vector<timeline_sample> timeline;  // at most max_samples windows of equal length
+  std::uint64_t peak_event = 0;           // index of the event after which reserved peaked
+  std::uint64_t peak_line = 0;
+  std::size_t peak_reserved_bytes = 0;
+  std::size_t live_at_peak_bytes = 0;
+  std::vector<segment_view> segments_at_peak;
+};
+
+// Replays the trace watching every event (not timed), then replays it again up to the
+// first moment of peak reserved to take the segment map there.
+replay_observation observe(const trace_data& trace, const replay_options& options,
+                           std::size_t max_samples = 2000);
+
+struct min_capacity_result {
+  std::size_t min_capacity_bytes = 0;  // the smallest capacity, in MiB steps, that ran
+  std::size_t failed_below_bytes = 0;  // min_capacity_bytes - 1 MiB: known to fail
+  std::uint32_t probes = 0;            // replays run
+};
+
+// Bisection over the simulated capacity (and the memory limit with it), to 1 MiB,
+// between peak live (below it nothing can run) and the unconstrained peak reserved.
+// Invariant: the lower end fails, the upper end runs. The answer is a capacity that
+// runs with the one 1 MiB below failing; a smaller one might run too, since a tighter
+// limit changes when the allocator releases and reorganises (see docs/TRACES.md).
+min_capacity_result find_min_capacity(const trace_data& trace, const replay_options& options,
+                                      std::size_t peak_live_bytes,
+                                      std::size_t unconstrained_peak_reserved_bytes,
+                                      const std::function<void(std::uint32_t probe, std::size_t low,
+                                                               std::size_t high)>& on_probe = {});
+
+}  // namespace memkit::trace

@@ -1,0 +1,340 @@
+// memkit replay TRACE...: replays allocation traces through the allocator and reports
+// peak live and reserved bytes, backend calls, host cost, and optionally the smallest
+// capacity the trace runs in (docs/TRACES.md).
+//
+// Exit status: 0 every trace replayed; 1 bad input (unreadable or malformed trace, bad
+// option); 2 a trace ran out of memory at the capacity given.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "memkit/trace.hpp"
+#include "trace/replay.hpp"
+#include "trace/report_html.hpp"
+
+namespace memkit::tools {
+namespace {
+
+using memkit::trace::backend_kind;
+
+struct replay_settings {
+  std::vector<std::string> paths;
+  std::string backend_name = "sim";
+  std::string capacity_text = "1TiB";
+  std::string granularity_text = "2MiB";
+  bool min_capacity = false;
+  bool json = false;
+  bool validate = false;
+  std::string html_path;
+};
+
+// "80GiB", "512 MiB", "2M", "1048576": bytes.
+std::size_t parse_size(const std::string& text, const char* option) {
+  const auto bad = [&]() {
+    return CLI::ValidationError(
+        option, "expected a size such as 80GiB, 512MiB or 1048576, got '" + text + "'");
+  };
+  std::size_t used = 0;
+  double number = 0;
+  try {
+    number = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  double scale = 1;
+  if (unit.empty() || unit == "B") {
+    scale = 1;
+  } else if (unit == "K" || unit == "KB" || unit == "KiB") {
+    scale = 1024.0;
+  } else if (unit == "M" || unit == "MB" || unit == "MiB") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "G" || unit == "GB" || unit == "GiB") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "T" || unit == "TB" || unit == "TiB") {
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  } else {
+    throw bad();
+  }
+  const double bytes = number * scale;
+  if (!(bytes >= 1) || bytes > 1e18) throw bad();
+  return static_cast<std::size_t>(std::llround(bytes));
+}
+
+// A one-line bar on stderr, drawn only when stderr is a terminal and the work has
+// already taken a second, at most ten times a second.
+class progress_bar {
+ public:
+  explicit progress_bar(std::string label)
+      : label_(std::move(label)),
+        enabled_(isatty(STDERR_FILENO) == 1),
+        start_(std::chrono::steady_clock::now()) {}
+  ~progress_bar() { finish(); }
+  progress_bar(const progress_bar&) = delete;
+  progress_bar& operator=(const progress_bar&) = delete;
+
+  void update(double fraction, const std::string& detail = "") {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start_ < std::chrono::seconds(1)) return;
+    if (drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    last_draw_ = now;
+    drawn_ = true;
+    constexpr int kWidth = 30;
+    fraction = std::min(1.0, std::max(0.0, fraction));
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar.append(static_cast<std::size_t>(kWidth - filled), '.');
+    std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%% %s", label_.c_str(), bar.c_str(), fraction * 100,
+                 detail.c_str());
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (drawn_) std::fprintf(stderr, "\r\033[K");
+    drawn_ = false;
+  }
+
+ private:
+  std::string label_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+std::optional<std::size_t> metadata_bytes(const trace::trace_data& trace, std::string_view key) {
+  const std::string_view text = trace.get_metadata(key);
+  if (text.empty()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const unsigned long long value = std::stoull(std::string(text), &used);
+    if (used != text.size()) return std::nullopt;
+    return static_cast<std::size_t>(value);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+double ratio(std::size_t numerator, std::size_t denominator) {
+  return denominator == 0 ? 0.0 : static_cast<double>(numerator) / static_cast<double>(denominator);
+}
+
+std::string mib(std::size_t bytes) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buffer;
+}
+
+nlohmann::json to_json(const trace::report_section& section, const replay_settings& settings) {
+  const trace::trace_data& trace = *section.trace;
+  const trace::replay_result& result = section.result;
+  nlohmann::json out;
+  out["trace"] = trace.name;
+  out["path"] = trace.path;
+  out["format"] = std::string(trace::to_string(trace.source_format));
+  out["backend"] = settings.backend_name;
+  if (section.options.device == backend_kind::sim) {
+    out["capacity_bytes"] = section.options.capacity;
+    out["granularity_bytes"] = section.options.granularity;
+  }
+  out["completed"] = result.completed;
+  if (!result.completed) {
+    out["error"] = result.failure;
+    out["failed_line"] = result.failed_line;
+  }
+  out["events"] = result.events;
+  out["allocations"] = result.allocations;
+  out["streams"] = trace.streams.size();
+  out["peak_live_bytes"] = result.peak_live_bytes;
+  out["peak_reserved_bytes"] = result.peak_reserved_bytes;
+  out["peak_active_bytes"] = result.peak_active_bytes;
+  out["reserved_over_live"] = ratio(result.peak_reserved_bytes, result.peak_live_bytes);
+  out["backend_allocs"] = result.backend_allocs;
+  out["backend_frees"] = result.backend_frees;
+  out["ns_per_event"] = result.ns_per_event;
+  out["replay_ns"] = result.loop_ns;
+  if (section.min_capacity) {
+    out["min_capacity_bytes"] = section.min_capacity->min_capacity_bytes;
+    out["min_capacity_over_live"] =
+        ratio(section.min_capacity->min_capacity_bytes, result.peak_live_bytes);
+    out["min_capacity_probes"] = section.min_capacity->probes;
+  }
+  if (const auto reserved = metadata_bytes(trace, "pytorch_peak_reserved")) {
+    out["pytorch_peak_reserved_bytes"] = *reserved;
+    out["pytorch_reserved_over_live"] = ratio(*reserved, result.peak_live_bytes);
+  }
+  if (const auto allocated = metadata_bytes(trace, "pytorch_peak_allocated")) {
+    out["pytorch_peak_allocated_bytes"] = *allocated;
+  }
+  nlohmann::json metadata = nlohmann::json::object();
+  for (const auto& [key, value] : trace.metadata) metadata[key] = value;
+  out["metadata"] = std::move(metadata);
+  return out;
+}
+
+void print_table(const trace::report_section& section) {
+  const trace::trace_data& trace = *section.trace;
+  const trace::replay_result& result = section.result;
+  const auto line = [](const char* label, const std::string& value) {
+    std::printf("  %-24s %s\n", label, value.c_str());
+  };
+  const auto times_live = [&](std::size_t bytes) {
+    char buffer[96];
+    std::snprintf(buffer, sizeof buffer, "%-14s %.3f x live", mib(bytes).c_str(),
+                  ratio(bytes, result.peak_live_bytes));
+    return std::string(buffer);
+  };
+  std::printf("%s (%s, %s format)\n", trace.name.c_str(), trace.path.c_str(),
+              std::string(trace::to_string(trace.source_format)).c_str());
+  line("events", std::to_string(result.events) + " (" + std::to_string(result.allocations) +
+                     " allocations, " + std::to_string(trace.streams.size()) + " stream" +
+                     (trace.streams.size() == 1 ? "" : "s") + ")");
+  if (!result.completed) {
+    line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
+    line("", result.failure);
+  }
+  line("peak live", mib(result.peak_live_bytes));
+  line("peak reserved", times_live(result.peak_reserved_bytes));
+  if (section.min_capacity) {
+    line("min capacity", times_live(section.min_capacity->min_capacity_bytes) + "  (" +
+                             std::to_string(section.min_capacity->probes) + " replays)");
+  }
+  line("backend calls", std::to_string(result.backend_allocs) + " allocs, " +
+                            std::to_string(result.backend_frees) + " frees");
+  char cost[96];
+  std::snprintf(cost, sizeof cost, "%.0f ns/event (%.2f ms for the replay loop)",
+                result.ns_per_event, static_cast<double>(result.loop_ns) / 1e6);
+  line("host cost", cost);
+  const auto reserved = metadata_bytes(trace, "pytorch_peak_reserved");
+  const auto allocated = metadata_bytes(trace, "pytorch_peak_allocated");
+  if (reserved) line("PyTorch peak reserved", times_live(*reserved) + "  (recorded)");
+  if (allocated) line("PyTorch peak allocated", times_live(*allocated) + "  (recorded)");
+  std::printf("\n");
+}
+
+void run_replay(const replay_settings& settings) {
+  trace::replay_options options;
+  if (settings.backend_name == "cpu") {
+    options.device = backend_kind::cpu;
+    if (settings.min_capacity) {
+      throw CLI::ValidationError("--min-capacity", "needs the simulated device (--backend sim)");
+    }
+  }
+  options.capacity = parse_size(settings.capacity_text, "--capacity");
+  options.granularity = parse_size(settings.granularity_text, "--granularity");
+  options.validate = settings.validate;
+
+  // Read every trace first: a bad one stops the run before any replay starts.
+  std::vector<std::unique_ptr<trace::trace_data>> traces;
+  for (const std::string& path : settings.paths) {
+    traces.push_back(std::make_unique<trace::trace_data>(trace::read(path)));
+  }
+
+  std::vector<trace::report_section> sections;
+  bool out_of_memory = false;
+  for (const auto& trace : traces) {
+    trace::report_section section;
+    section.trace = trace.get();
+    section.options = options;
+    {
+      progress_bar bar("replay " + trace->name);
+      trace::replay_options timed = options;
+      timed.progress = [&bar](std::uint64_t done, std::uint64_t total) {
+        bar.update(static_cast<double>(done) /
+                   static_cast<double>(std::max<std::uint64_t>(1, total)));
+      };
+      section.result = trace::replay(*trace, timed);
+    }
+    out_of_memory = out_of_memory || !section.result.completed;
+    if (settings.min_capacity && section.result.completed) {
+      progress_bar bar("min capacity " + trace->name);
+      const double expected_probes =
+          std::log2(std::max(2.0, static_cast<double>(section.result.peak_reserved_bytes -
+                                                      section.result.peak_live_bytes) /
+                                      (1 << 20))) +
+          2;
+      section.min_capacity = trace::find_min_capacity(
+          *trace, options, section.result.peak_live_bytes, section.result.peak_reserved_bytes,
+          [&](std::uint32_t probe, std::size_t low, std::size_t high) {
+            bar.update(probe / expected_probes, mib(low) + " .. " + mib(high));
+          });
+    }
+    if (!settings.html_path.empty()) {
+      progress_bar bar("report " + trace->name);
+      trace::replay_options watched = options;
+      watched.progress = [&bar](std::uint64_t done, std::uint64_t total) {
+        bar.update(static_cast<double>(done) /
+                   static_cast<double>(std::max<std::uint64_t>(1, total)));
+      };
+      section.observation = trace::observe(*trace, watched);
+    }
+    sections.push_back(std::move(section));
+  }
+
+  if (settings.json) {
+    // One trace: one object; several: an array of them, in the order given.
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& section : sections) out.push_back(to_json(section, settings));
+    std::printf("%s\n", (sections.size() == 1 ? out[0] : out).dump(2).c_str());
+  } else {
+    for (const auto& section : sections) print_table(section);
+  }
+  if (!settings.html_path.empty()) {
+    std::ofstream file(settings.html_path, std::ios::binary);
+    file << trace::render_html(sections);
+    file.close();
+    if (!file) {
+      throw trace::trace_error("[memkit::tools::replay] cannot write " + settings.html_path);
+    }
+    if (!settings.json) std::printf("report: %s\n", settings.html_path.c_str());
+  }
+  if (out_of_memory) throw CLI::RuntimeError(2);
+}
+
+}  // namespace
+
+void add_replay_command(CLI::App& app) {
+  auto settings = std::make_shared<replay_settings>();
+  CLI::App* command = app.add_subcommand(
+      "replay", "Replay allocation traces (memkit CSV, RMM log, PyTorch snapshot JSON)");
+  command->add_option("traces", settings->paths, "trace files (gzip or plain)")->required();
+  command->add_option("--backend", settings->backend_name, "sim (simulated device) or cpu")
+      ->check(CLI::IsMember({"sim", "cpu"}))
+      ->capture_default_str();
+  command
+      ->add_option("--capacity", settings->capacity_text,
+                   "simulated device capacity and memory limit, e.g. 80GiB")
+      ->capture_default_str();
+  command
+      ->add_option("--granularity", settings->granularity_text,
+                   "simulated device segment granularity, e.g. 2MiB")
+      ->capture_default_str();
+  command->add_flag("--min-capacity", settings->min_capacity,
+                    "also find the smallest capacity (1 MiB steps) the trace runs in");
+  command->add_flag("--json", settings->json, "print JSON (an array for several traces)");
+  command->add_option("--html", settings->html_path, "write a self-contained HTML report");
+  command->add_flag("--validate", settings->validate,
+                    "check the allocator's invariants after every operation (slow)");
+  command->callback([settings]() {
+    try {
+      run_replay(*settings);
+    } catch (const CLI::Error&) {
+      throw;
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "%s\n", error.what());
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+}  // namespace memkit::tools
