@@ -1,0 +1,134 @@
+// The trace readers: each format on small fixtures, and each kind of bad input giving
+// an error that names the file and line.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "memkit/trace.hpp"
+
+namespace memkit::trace {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(MEMKIT_SOURCE_DIR) + "/tests/data/traces/" + name;
+}
+
+// The message of the trace_error that reading `name` throws.
+std::string read_error(const std::string& name) {
+  try {
+    read(fixture(name));
+  } catch (const trace_error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(trace_read, memkit_csv_plain_and_gzip_agree) {
+  for (const char* name : {"small.trace.csv", "small.trace.csv.gz"}) {
+    SCOPED_TRACE(name);
+    const trace_data trace = read(fixture(name));
+    EXPECT_EQ(trace.source_format, format::memkit);
+    EXPECT_EQ(trace.name, "small");
+    ASSERT_EQ(trace.events.size(), 9u);
+    EXPECT_EQ(trace.allocations, 5u);
+    ASSERT_EQ(trace.streams.size(), 2u);
+    EXPECT_EQ(trace.streams[0], "0");
+    EXPECT_EQ(trace.streams[1], "7");
+    EXPECT_EQ(trace.get_metadata("pytorch_peak_reserved"), "4194304");
+    EXPECT_EQ(trace.events[0].kind, action::allocate);
+    EXPECT_EQ(trace.events[0].size, 1048576u);
+    EXPECT_EQ(trace.events[0].line, 5u);
+    EXPECT_EQ(trace.events[2].kind, action::free);
+    EXPECT_EQ(trace.events[2].block, 0u);
+    EXPECT_EQ(trace.events[3].stream, 1u);
+    EXPECT_EQ(calculate_peak_live(trace), 512u + 1048576u + 3145728u);
+  }
+}
+
+TEST(trace_read, rmm_log_reuses_pointers_and_skips_failed_allocations) {
+  const trace_data trace = read(fixture("rmm_log.csv"));
+  EXPECT_EQ(trace.source_format, format::rmm);
+  EXPECT_EQ(trace.allocations, 3u);  // the failure is not an allocation
+  EXPECT_EQ(trace.events.size(), 6u);
+  EXPECT_EQ(trace.streams.size(), 2u);
+  EXPECT_EQ(trace.get_metadata("rmm_failed_allocations"), "1");
+  // The pointer freed at the fourth line comes back as a new block.
+  EXPECT_EQ(trace.events[3].block, 2u);
+  EXPECT_EQ(trace.events[5].block, 2u);
+  EXPECT_EQ(calculate_peak_live(trace), 4096u + 2048u);
+}
+
+TEST(trace_read, pytorch_snapshot_keeps_alloc_and_free_requested) {
+  const trace_data trace = read(fixture("pytorch_snapshot.json"));
+  EXPECT_EQ(trace.source_format, format::pytorch);
+  EXPECT_EQ(trace.allocations, 3u);
+  ASSERT_EQ(trace.events.size(), 5u);
+  EXPECT_EQ(trace.streams.size(), 2u);
+  EXPECT_EQ(trace.events[0].line, 6u);  // the line where the entry starts
+  EXPECT_EQ(trace.events[2].kind, action::free);
+  EXPECT_EQ(calculate_peak_live(trace), 1536u + 1024u);
+  EXPECT_EQ(trace.get_metadata("device"), "0");
+}
+
+TEST(trace_read, format_is_detected_from_content) {
+  EXPECT_EQ(detect_format("# x: y\na,0,1,0\n"), format::memkit);
+  EXPECT_EQ(detect_format("\n# note\nThread,Time,Action,Pointer,Size,Stream\n"), format::rmm);
+  EXPECT_EQ(detect_format("  \n{\"device_traces\": []}"), format::pytorch);
+  EXPECT_EQ(parse("a,1,10,0\r\nf,1\r\n", "crlf.csv").events.size(), 2u);
+}
+
+TEST(trace_read, bad_input_names_file_and_line) {
+  struct expectation {
+    const char* file;
+    const char* where;
+    const char* what;
+  };
+  const expectation cases[] = {
+      {"bad_action.csv", "bad_action.csv:3: ", "unknown action 'x'"},
+      {"malformed_line.csv", "malformed_line.csv:2: ", "bad size '12ab'"},
+      {"missing_field.csv", "missing_field.csv:2: ", "expected 'a,<id>,<size>,<stream>'"},
+      {"unknown_free.csv", "unknown_free.csv:3: ", "free of unknown block id 5"},
+      {"repeated_free.csv", "repeated_free.csv:3: ", "repeated free of block id 0"},
+      {"live_allocation.csv", "live_allocation.csv:2: ", "which is live"},
+      {"truncated.trace.csv.gz", "truncated.trace.csv.gz:", "truncated gzip stream"},
+      {"rmm_unknown_action.csv", "rmm_unknown_action.csv:3: ", "unknown action 'reallocate'"},
+      {"rmm_unknown_free.csv", "rmm_unknown_free.csv:3: ", "free of unknown pointer 0x2000"},
+      {"pytorch_unknown_free.json",
+       "pytorch_unknown_free.json:3: ", "free of unknown address 0x2000"},
+      {"pytorch_unknown_action.json",
+       "pytorch_unknown_action.json:3: ", "unknown action 'teleport'"},
+      {"pytorch_truncated.json", "pytorch_truncated.json:3: ", "invalid JSON"},
+  };
+  for (const expectation& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string message = read_error(c.file);
+    EXPECT_EQ(message.rfind("[memkit::trace::read] ", 0), 0u) << message;
+    EXPECT_NE(message.find(c.where), std::string::npos) << message;
+    EXPECT_NE(message.find(c.what), std::string::npos) << message;
+  }
+}
+
+TEST(trace_read, missing_file_is_an_error) {
+  EXPECT_NE(read_error("no_such_file.csv").find("cannot open"), std::string::npos);
+}
+
+TEST(trace_read, garbage_never_crashes) {
+  // Every prefix of a valid trace either reads or throws trace_error.
+  const std::string text =
+      "# workload: w\na,0,100,0\na,1,200,1\nf,0\nThread,Time\n{\"device_traces\":[[{\"action\"";
+  for (std::size_t length = 0; length <= text.size(); ++length) {
+    try {
+      parse(std::string_view(text).substr(0, length), "prefix.csv");
+    } catch (const trace_error&) {
+    }
+  }
+  for (std::size_t length = 0; length <= text.size(); ++length) {
+    try {
+      parse(std::string_view(text).substr(length), "suffix.csv");
+    } catch (const trace_error&) {
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memkit::trace

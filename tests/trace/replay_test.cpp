@@ -1,0 +1,123 @@
+// The replay engine: peak live from the trace, statistics from the allocator, and the
+// minimum-capacity bisection.
+#include "trace/replay.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "memkit/trace.hpp"
+#include "trace/report_html.hpp"
+
+namespace memkit::trace {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+// A synthetic trace: a sliding window of live blocks of random sizes on two streams.
+trace_data synthetic_trace(std::uint32_t seed, int allocations) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<std::size_t> size(1, 24 * kMiB);
+  std::string text = "# workload: synthetic\n";
+  std::vector<int> live;
+  for (int id = 0; id < allocations; ++id) {
+    text += "a," + std::to_string(id) + "," + std::to_string(size(random)) + "," +
+            std::to_string(id % 3 == 0 ? 1 : 0) + "\n";
+    live.push_back(id);
+    if (live.size() > 40) {
+      const std::size_t victim = random() % live.size();
+      text += "f," + std::to_string(live[victim]) + "\n";
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(victim));
+    }
+  }
+  return parse(text, "synthetic.csv");
+}
+
+TEST(trace_replay, peak_live_of_a_small_trace) {
+  const trace_data trace =
+      parse("a,0,1000,0\na,1,3000,0\nf,0\na,2,500,1\nf,1\na,3,100,0\n", "small.csv");
+  const replay_result result = replay(trace, {});
+  EXPECT_TRUE(result.completed);
+  EXPECT_EQ(result.events, 6u);
+  EXPECT_EQ(result.allocations, 4u);
+  EXPECT_EQ(result.peak_live_bytes, 4000u);
+  EXPECT_GE(result.peak_reserved_bytes, result.peak_active_bytes);
+  EXPECT_GE(result.peak_active_bytes, result.peak_live_bytes);
+  EXPECT_GE(result.backend_allocs, 1u);
+  EXPECT_EQ(result.final_statistics.live_blocks, 2u);
+}
+
+TEST(trace_replay, zero_byte_allocations_replay) {
+  const trace_data trace = parse("a,0,0,0\na,1,10,0\nf,0\nf,1\n", "zero.csv");
+  const replay_result result = replay(trace, {});
+  EXPECT_TRUE(result.completed);
+  EXPECT_EQ(result.peak_live_bytes, 10u);
+}
+
+TEST(trace_replay, too_small_a_capacity_runs_out_of_memory_naming_the_line) {
+  const trace_data trace = parse("a,0,3145728,0\na,1,3145728,0\n", "two.csv");
+  replay_options options;
+  options.capacity = 4 * kMiB;
+  const replay_result result = replay(trace, options);
+  EXPECT_FALSE(result.completed);
+  EXPECT_EQ(result.failed_line, 2u);
+  EXPECT_EQ(result.events, 1u);
+  EXPECT_FALSE(result.failure.empty());
+}
+
+TEST(trace_replay, block_above_the_largest_buffer_is_a_trace_error) {
+  const trace_data trace = parse("a,0,1024,0\na,1,17179869184,0\n", "huge.csv");
+  replay_options options;
+  options.capacity = 8 * (std::size_t{1} << 30);
+  try {
+    replay(trace, options);
+    FAIL() << "no error";
+  } catch (const trace_error& error) {
+    EXPECT_NE(std::string(error.what()).find("huge.csv:2: "), std::string::npos) << error.what();
+  }
+}
+
+TEST(trace_replay, min_capacity_is_between_peak_live_and_peak_reserved_and_tight) {
+  const trace_data trace = synthetic_trace(7, 400);
+  const replay_result free_run = replay(trace, {});
+  ASSERT_TRUE(free_run.completed);
+  const min_capacity_result found =
+      find_min_capacity(trace, {}, free_run.peak_live_bytes, free_run.peak_reserved_bytes);
+  EXPECT_GE(found.min_capacity_bytes, free_run.peak_live_bytes);
+  EXPECT_LE(found.min_capacity_bytes, (free_run.peak_reserved_bytes + kMiB - 1) / kMiB * kMiB);
+  EXPECT_EQ(found.min_capacity_bytes % kMiB, 0u);
+  EXPECT_EQ(found.failed_below_bytes + kMiB, found.min_capacity_bytes);
+
+  replay_options at_minimum;
+  at_minimum.capacity = found.min_capacity_bytes;
+  EXPECT_TRUE(replay(trace, at_minimum).completed);
+  replay_options below;
+  below.capacity = found.min_capacity_bytes - kMiB;
+  EXPECT_FALSE(replay(trace, below).completed);
+}
+
+TEST(trace_replay, observation_samples_at_most_the_limit_and_maps_the_peak) {
+  const trace_data trace = synthetic_trace(11, 3000);
+  const replay_observation observation = observe(trace, {}, 100);
+  EXPECT_TRUE(observation.completed);
+  EXPECT_LE(observation.timeline.size(), 101u);
+  EXPECT_EQ(observation.timeline.back().event + 1, trace.events.size());
+  const replay_result result = replay(trace, {});
+  EXPECT_EQ(observation.peak_reserved_bytes, result.peak_reserved_bytes);
+  std::size_t mapped = 0;
+  for (const segment_view& segment : observation.segments_at_peak) mapped += segment.size;
+  EXPECT_EQ(mapped, observation.peak_reserved_bytes);
+
+  report_section section;
+  section.trace = &trace;
+  section.result = result;
+  section.observation = observation;
+  const std::string page = render_html({section});
+  EXPECT_NE(page.find("id=\"timeline-0\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"segments-0\""), std::string::npos);
+  EXPECT_EQ(page.find("http://"), page.find("http://www.w3.org/2000/svg"));  // no network
+}
+
+}  // namespace
+}  // namespace memkit::trace
