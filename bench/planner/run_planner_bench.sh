@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Plans the shared instances with `memkit plan` and prints one line per instance.
+#   bench/planner/run_planner_bench.sh MEMKIT_BINARY [INSTANCE_DIR] [TIME_LIMIT]
+# INSTANCE_DIR defaults to ../shared/planner (from the repository root). Challenging
+# instances are solved with --capacity 1048576; the somas instances are minimised.
+set -euo pipefail
+memkit=${1:?usage: run_planner_bench.sh MEMKIT_BINARY [INSTANCE_DIR] [TIME_LIMIT]}
+dir=${2:-../shared/planner}
+limit=${3:-60}
+
+summarize() {
+  python3 -c '
+import json, sys
+name = sys.argv[1]
+d = json.loads(sys.stdin.readline())
+print(f"{name:<12} {d[\"buffers\"]:>6} {d[\"load_bytes\"]:>14} {d[\"height_bytes\"]:>14} "
+      f"{d[\"ratio\"]:>9.5f} {d[\"greedy_ratio\"]:>8.4f} {str(d[\"fits\"]):>5} {str(d[\"optimal\"]):>7} "
+      f"{d[\"seconds\"]:>8.3f}")
+' "$1"
+}
+
+printf '%-12s %6s %14s %14s %9s %8s %5s %7s %8s\n' instance buffers LOAD height ratio greedy fits optimal seconds
+total=0
+for f in "$dir"/minimalloc-challenging/*.csv; do
+  name=$(basename "$f" .1048576.csv)
+  line=$("$memkit" plan "$f" --capacity 1048576 --time-limit "$limit" --json 2>/dev/null || true)
+  echo "$line" | summarize "$name"
+  total=$(python3 -c "import json,sys; print($total + json.loads(sys.argv[1])['seconds'])" "$line")
+done
+printf 'challenging total: %.3f s\n' "$total"
+for f in "$dir"/somas/*.csv; do
+  name=$(basename "$f" .csv)
+  "$memkit" plan "$f" --time-limit "$limit" --json 2>/dev/null | summarize "$name"
+done

@@ -1,0 +1,163 @@
+// LOAD, height, the validator and the greedy floor (include/memkit/planner.hpp).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "memkit/planner.hpp"
+
+namespace memkit::planner {
+namespace {
+
+// A lifetime boundary; at equal times ends sort before starts, because lifetimes are
+// half-open: a buffer dying at t and one born at t never meet.
+struct event {
+  std::int64_t time;
+  bool is_start;
+  std::size_t index;
+  bool operator<(const event& other) const {
+    if (time != other.time) return time < other.time;
+    if (is_start != other.is_start) return !is_start;
+    return index < other.index;
+  }
+};
+
+std::vector<event> sorted_events(const instance& inst) {
+  std::vector<event> events;
+  events.reserve(2 * inst.buffers.size());
+  for (std::size_t i = 0; i < inst.buffers.size(); ++i) {
+    events.push_back({inst.buffers[i].lower, true, i});
+    events.push_back({inst.buffers[i].upper, false, i});
+  }
+  std::sort(events.begin(), events.end());
+  return events;
+}
+
+std::string describe(const buffer& b, std::int64_t offset) {
+  return "buffer " + std::to_string(b.id) + " (live [" + std::to_string(b.lower) + ", " +
+         std::to_string(b.upper) + "), bytes [" + std::to_string(offset) + ", " +
+         std::to_string(offset + b.size) + "))";
+}
+
+validation failure(std::string message) {
+  return validation{false, "[memkit::planner::validate] " + std::move(message)};
+}
+
+}  // namespace
+
+std::int64_t load(const instance& inst) {
+  std::int64_t live = 0;
+  std::int64_t peak = 0;
+  for (const event& e : sorted_events(inst)) {
+    live += e.is_start ? inst.buffers[e.index].size : -inst.buffers[e.index].size;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+std::int64_t height(const instance& inst, const plan& p) {
+  std::int64_t top = 0;
+  const std::size_t n = std::min(inst.buffers.size(), p.offsets.size());
+  for (std::size_t i = 0; i < n; ++i) top = std::max(top, p.offsets[i] + inst.buffers[i].size);
+  return top;
+}
+
+validation validate(const instance& inst, const plan& p, std::optional<std::int64_t> capacity) {
+  const std::vector<buffer>& buffers = inst.buffers;
+  if (p.offsets.size() != buffers.size()) {
+    return failure("the plan has " + std::to_string(p.offsets.size()) + " offsets for " +
+                   std::to_string(buffers.size()) + " buffers");
+  }
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const buffer& b = buffers[i];
+    if (b.size <= 0 || b.upper <= b.lower) {
+      return failure("buffer " + std::to_string(b.id) + " is malformed (size " +
+                     std::to_string(b.size) + ", live [" + std::to_string(b.lower) + ", " +
+                     std::to_string(b.upper) + "))");
+    }
+    if (p.offsets[i] < 0) return failure(describe(b, p.offsets[i]) + " has a negative offset");
+    if (p.offsets[i] > std::numeric_limits<std::int64_t>::max() - b.size) {
+      return failure(describe(b, p.offsets[i]) + " ends beyond the address range");
+    }
+    if (capacity && p.offsets[i] + b.size > *capacity) {
+      return failure(describe(b, p.offsets[i]) + " ends at " +
+                     std::to_string(p.offsets[i] + b.size) + ", above the capacity " +
+                     std::to_string(*capacity));
+    }
+  }
+  // Sweep time; the buffers live at the current moment are kept by offset, pairwise
+  // disjoint, so a newcomer only needs to be checked against its two neighbours.
+  std::map<std::int64_t, std::size_t> live_by_offset;
+  for (const event& e : sorted_events(inst)) {
+    const std::int64_t offset = p.offsets[e.index];
+    if (!e.is_start) {
+      live_by_offset.erase(offset);
+      continue;
+    }
+    const buffer& b = buffers[e.index];
+    auto next = live_by_offset.lower_bound(offset);
+    std::size_t clash = buffers.size();
+    if (next != live_by_offset.end() && next->first < offset + b.size) clash = next->second;
+    if (clash == buffers.size() && next != live_by_offset.begin()) {
+      const auto previous = std::prev(next);
+      if (previous->first + buffers[previous->second].size > offset) clash = previous->second;
+    }
+    if (clash != buffers.size()) {
+      const buffer& other = buffers[clash];
+      const std::int64_t other_offset = p.offsets[clash];
+      return failure(describe(other, other_offset) + " and " + describe(b, offset) +
+                     " overlap: both are live at time " + std::to_string(e.time) +
+                     " and share bytes [" + std::to_string(std::max(offset, other_offset)) +
+                     ", " + std::to_string(std::min(offset + b.size, other_offset + other.size)) +
+                     ")");
+    }
+    live_by_offset.emplace(offset, e.index);
+  }
+  return validation{};
+}
+
+plan greedy_best_fit(const instance& inst) {
+  const std::vector<buffer>& buffers = inst.buffers;
+  std::vector<std::size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  // Largest first; among equals the longer-lived first, then input order.
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
+    const std::int64_t span_a = buffers[a].upper - buffers[a].lower;
+    const std::int64_t span_b = buffers[b].upper - buffers[b].lower;
+    if (span_a != span_b) return span_a > span_b;
+    return a < b;
+  });
+  plan result;
+  result.offsets.assign(buffers.size(), 0);
+  std::vector<std::size_t> placed_by_offset;  // placed buffers, by offset
+  placed_by_offset.reserve(buffers.size());
+  for (const std::size_t i : order) {
+    const buffer& b = buffers[i];
+    std::int64_t reach = 0;  // top of the time-overlapping buffers seen so far
+    std::int64_t best_offset = -1;
+    std::int64_t best_gap = std::numeric_limits<std::int64_t>::max();
+    for (const std::size_t j : placed_by_offset) {
+      const buffer& other = buffers[j];
+      if (other.lower >= b.upper || b.lower >= other.upper) continue;
+      const std::int64_t gap = result.offsets[j] - reach;
+      if (gap >= b.size && gap < best_gap) {
+        best_gap = gap;
+        best_offset = reach;
+      }
+      reach = std::max(reach, result.offsets[j] + other.size);
+    }
+    const std::int64_t offset = best_offset >= 0 ? best_offset : reach;
+    result.offsets[i] = offset;
+    const auto position = std::upper_bound(
+        placed_by_offset.begin(), placed_by_offset.end(), offset,
+        [&](std::int64_t value, std::size_t j) { return value < result.offsets[j]; });
+    placed_by_offset.insert(position, i);
+  }
+  return result;
+}
+
+}  // namespace memkit::planner

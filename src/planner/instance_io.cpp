@@ -1,0 +1,250 @@
+// Reading instances and traces, writing plans (include/memkit/planner.hpp).
+#include <zlib.h>
+
+#include <charconv>
+#include <cstdint>
+#include <fstream>
+#include <istream>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "memkit/planner.hpp"
+
+namespace memkit::planner {
+namespace {
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() &&
+         (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = line.find(',', start);
+    if (comma == std::string_view::npos) {
+      fields.push_back(trim(line.substr(start)));
+      return fields;
+    }
+    fields.push_back(trim(line.substr(start, comma - start)));
+    start = comma + 1;
+  }
+}
+
+// Parses a whole field as a signed decimal integer.
+bool parse_integer(std::string_view text, std::int64_t& value) {
+  if (text.empty()) return false;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (*first == '+') ++first;  // from_chars does not take a leading plus
+  const auto [end, error] = std::from_chars(first, last, value);
+  return error == std::errc() && end == last;
+}
+
+// Builds "[memkit::planner::<function>] <where>:<line>: <what>".
+planner_error located_error(std::string_view function, const std::string& where,
+                            std::uint64_t line, const std::string& what) {
+  return planner_error("[memkit::planner::" + std::string(function) + "] " + where + ":" +
+                       std::to_string(line) + ": " + what);
+}
+
+instance parse_instance_as(std::istream& in, const std::string& name, std::string_view function) {
+  static constexpr const char* kFieldNames[] = {"id", "lower", "upper", "size"};
+  instance result;
+  std::unordered_map<std::int64_t, std::uint64_t> line_of_id;
+  std::string line;
+  std::uint64_t line_number = 0;
+  bool seen_header = false;
+  while (std::getline(in, line)) {
+    ++line_number;
+    const std::string_view text = trim(line);
+    if (text.empty()) continue;
+    if (!seen_header) {
+      if (text != "id,lower,upper,size") {
+        throw located_error(function, name, line_number,
+                            "expected the header 'id,lower,upper,size', got '" + std::string(text) +
+                                "'");
+      }
+      seen_header = true;
+      continue;
+    }
+    const std::vector<std::string_view> fields = split_fields(text);
+    if (fields.size() != 4) {
+      throw located_error(function, name, line_number,
+                          "expected 4 fields, got " + std::to_string(fields.size()));
+    }
+    std::int64_t values[4] = {};
+    for (std::size_t k = 0; k < 4; ++k) {
+      if (!parse_integer(fields[k], values[k])) {
+        throw located_error(function, name, line_number,
+                            std::string("field '") + kFieldNames[k] + "' is not an integer: '" +
+                                std::string(fields[k]) + "'");
+      }
+      if (values[k] < 0) {
+        throw located_error(function, name, line_number,
+                            std::string("field '") + kFieldNames[k] + "' is negative: " +
+                                std::to_string(values[k]));
+      }
+    }
+    const buffer b{values[0], values[1], values[2], values[3]};
+    if (b.upper <= b.lower) {
+      throw located_error(function, name, line_number,
+                          "empty lifetime: lower " + std::to_string(b.lower) + " is not below upper " +
+                              std::to_string(b.upper));
+    }
+    if (b.size == 0) throw located_error(function, name, line_number, "size is 0");
+    const auto [it, inserted] = line_of_id.emplace(b.id, line_number);
+    if (!inserted) {
+      throw located_error(function, name, line_number,
+                          "duplicate id " + std::to_string(b.id) + " (first on line " +
+                              std::to_string(it->second) + ")");
+    }
+    result.buffers.push_back(b);
+  }
+  if (in.bad()) throw located_error(function, name, line_number, "read error");
+  if (!seen_header) {
+    throw located_error(function, name, line_number + 1,
+                        "missing the header 'id,lower,upper,size' (empty input)");
+  }
+  return result;
+}
+
+}  // namespace
+
+instance parse_instance(std::istream& in, const std::string& name) {
+  return parse_instance_as(in, name, "parse_instance");
+}
+
+instance read_instance(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw planner_error("[memkit::planner::read_instance] " + path + ": cannot open");
+  return parse_instance_as(in, path, "read_instance");
+}
+
+void write_plan(std::ostream& out, const instance& inst, const plan& p) {
+  if (p.offsets.size() != inst.buffers.size()) {
+    throw planner_error("[memkit::planner::write_plan] the plan has " +
+                        std::to_string(p.offsets.size()) + " offsets for " +
+                        std::to_string(inst.buffers.size()) + " buffers");
+  }
+  std::string text = "id,lower,upper,size,offset\n";
+  for (std::size_t i = 0; i < inst.buffers.size(); ++i) {
+    const buffer& b = inst.buffers[i];
+    text += std::to_string(b.id) + ',' + std::to_string(b.lower) + ',' + std::to_string(b.upper) +
+            ',' + std::to_string(b.size) + ',' + std::to_string(p.offsets[i]) + '\n';
+  }
+  out << text;
+}
+
+void write_plan(const std::string& path, const instance& inst, const plan& p) {
+  std::ofstream out(path);
+  if (!out) throw planner_error("[memkit::planner::write_plan] " + path + ": cannot open for writing");
+  write_plan(out, inst, p);
+  out.close();
+  if (!out) throw planner_error("[memkit::planner::write_plan] " + path + ": write failed");
+}
+
+// A deliberately small reader of the memkit trace format; the full readers (with the
+// other formats) live in the trace layer, which the planner does not depend on.
+instance instance_from_trace(const std::string& path) {
+  static constexpr std::string_view kFunction = "instance_from_trace";
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    throw planner_error("[memkit::planner::instance_from_trace] " + path + ": cannot open");
+  }
+  struct closer {
+    gzFile f;
+    ~closer() { gzclose(f); }
+  } close_on_exit{file};
+
+  static constexpr std::size_t kNoBuffer = ~std::size_t{0};  // a zero-byte block
+  struct open_block {
+    std::size_t buffer_index;
+    std::uint64_t line;
+  };
+  instance result;
+  std::unordered_map<std::string, open_block> live;  // trace id -> its buffer
+  std::int64_t event_index = 0;
+  std::uint64_t line_number = 0;
+  std::string line;
+  char chunk[4096];
+  while (true) {
+    // gzgets returns at most one line per call; a long line comes in several chunks.
+    line.clear();
+    bool got_any = false;
+    while (gzgets(file, chunk, sizeof chunk) != nullptr) {
+      got_any = true;
+      line += chunk;
+      if (!line.empty() && line.back() == '\n') break;
+    }
+    if (!got_any) break;
+    ++line_number;
+    const std::string_view text = trim(line);
+    if (text.empty() || text.front() == '#') continue;
+    const std::vector<std::string_view> fields = split_fields(text);
+    if (fields[0] == "a") {
+      if (fields.size() != 4) {
+        throw located_error(kFunction, path, line_number,
+                            "an allocation needs 4 fields (a,id,size,stream), got " +
+                                std::to_string(fields.size()));
+      }
+      std::int64_t size = 0;
+      if (!parse_integer(fields[2], size) || size < 0) {
+        throw located_error(kFunction, path, line_number,
+                            "size is not a non-negative integer: '" + std::string(fields[2]) + "'");
+      }
+      const std::string id(fields[1]);
+      if (live.count(id) != 0) {
+        throw located_error(kFunction, path, line_number,
+                            "block " + id + " is allocated again while live (since line " +
+                                std::to_string(live[id].line) + ")");
+      }
+      if (size > 0) {
+        live.emplace(id, open_block{result.buffers.size(), line_number});
+        result.buffers.push_back(
+            buffer{static_cast<std::int64_t>(result.buffers.size()), event_index, -1, size});
+      } else {
+        live.emplace(id, open_block{kNoBuffer, line_number});  // tracked, never planned
+      }
+      ++event_index;
+    } else if (fields[0] == "f") {
+      if (fields.size() != 2) {
+        throw located_error(kFunction, path, line_number,
+                            "a free needs 2 fields (f,id), got " + std::to_string(fields.size()));
+      }
+      const auto it = live.find(std::string(fields[1]));
+      if (it == live.end()) {
+        throw located_error(kFunction, path, line_number,
+                            "free of block " + std::string(fields[1]) + ", which is not live");
+      }
+      if (it->second.buffer_index != kNoBuffer) {
+        result.buffers[it->second.buffer_index].upper = event_index;
+      }
+      live.erase(it);
+      ++event_index;
+    } else {
+      throw located_error(kFunction, path, line_number,
+                          "unknown action '" + std::string(fields[0]) + "' (expected a or f)");
+    }
+  }
+  int error_code = Z_OK;
+  const char* message = gzerror(file, &error_code);
+  if (error_code != Z_OK && error_code != Z_STREAM_END) {
+    throw located_error(kFunction, path, line_number,
+                        std::string("read error: ") + (message != nullptr ? message : "unknown"));
+  }
+  for (buffer& b : result.buffers) {
+    if (b.upper < 0) b.upper = event_index;  // never freed: live to the end
+  }
+  return result;
+}
+
+}  // namespace memkit::planner

@@ -1,0 +1,434 @@
+// Splitting instances into parts and the depth-first search over canonical plans.
+//
+// Canonical plans. Push every buffer of a plan down until it rests on a buffer live at
+// the same time as it, or on 0; the height does not grow. In the pushed-down plan, list
+// the buffers by offset: each one's offset is then the largest top of the buffers before
+// it in the list that share a moment with it. So the search only has to choose an order:
+// it places buffers in non-decreasing offset, each at `offset_floor` (the highest floor
+// over its sections), and only a buffer whose offset_floor equals the current level may
+// be placed; when none is left, the level rises to the lowest offset_floor above it.
+//
+// Branching. At a level, the search picks the section with the least slack among those
+// whose floor is at or below the level and that still have bytes to place, and branches
+// on which candidate covers that section at this level, or on none (then the section's
+// floor is raised by the size granule and the candidates that cover it are banned for
+// the rest of the level). The branches are disjoint, so no plan is visited twice, and
+// together they cover every canonical plan, so an exhausted search proves infeasibility.
+//
+// Pruning. A section whose floor (or the level, if higher) plus the bytes still to
+// place there exceeds the capacity cannot be completed.
+#include "planner/search.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#ifdef PLANNER_DEBUG
+#include <cstdio>
+#endif
+
+namespace memkit::planner::detail {
+
+decomposition decompose(const instance& inst) {
+  const std::vector<buffer>& buffers = inst.buffers;
+  decomposition result;
+  result.fixed_offsets.assign(buffers.size(), -1);
+  struct work_item {
+    std::vector<std::size_t> members;
+    std::int64_t base;
+  };
+  std::vector<work_item> work;
+  {
+    std::vector<std::size_t> all(buffers.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    if (!all.empty()) work.push_back({std::move(all), 0});
+  }
+  while (!work.empty()) {
+    work_item item = std::move(work.back());
+    work.pop_back();
+    std::vector<std::size_t>& members = item.members;
+    std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
+      if (buffers[a].lower != buffers[b].lower) return buffers[a].lower < buffers[b].lower;
+      return a < b;
+    });
+    // Cut where no buffer crosses: a new group starts at a buffer born at or after the
+    // last death of everything before it.
+    std::vector<std::pair<std::size_t, std::size_t>> groups;  // [begin, end) in members
+    std::int64_t reach = std::numeric_limits<std::int64_t>::min();
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const buffer& b = buffers[members[k]];
+      if (k == 0 || b.lower >= reach) groups.emplace_back(k, k);
+      groups.back().second = k + 1;
+      reach = std::max(reach, b.upper);
+    }
+    for (const auto& [begin, end] : groups) {
+      std::int64_t lowest = std::numeric_limits<std::int64_t>::max();
+      std::int64_t highest = std::numeric_limits<std::int64_t>::min();
+      for (std::size_t k = begin; k < end; ++k) {
+        lowest = std::min(lowest, buffers[members[k]].lower);
+        highest = std::max(highest, buffers[members[k]].upper);
+      }
+      // A buffer live over the group's whole span shares a moment with every other
+      // buffer of the group, so it can sit at the bottom: stack those first.
+      std::int64_t base = item.base;
+      std::vector<std::size_t> rest;
+      for (std::size_t k = begin; k < end; ++k) {
+        const std::size_t i = members[k];
+        if (buffers[i].lower == lowest && buffers[i].upper == highest) {
+          result.fixed_offsets[i] = base;
+          base += buffers[i].size;
+        } else {
+          rest.push_back(i);
+        }
+      }
+      if (rest.empty()) continue;
+      if (base == item.base && groups.size() == 1) {
+        result.parts.push_back(part{std::move(rest), base});  // nothing more to split
+      } else {
+        work.push_back({std::move(rest), base});
+      }
+    }
+  }
+  return result;
+}
+
+part_search::part_search(const instance& inst, const std::vector<std::size_t>& members)
+    : buffer_count_(members.size()) {
+  const std::size_t n = buffer_count_;
+  std::vector<std::int64_t> points;
+  points.reserve(2 * n);
+  for (const std::size_t i : members) {
+    points.push_back(inst.buffers[i].lower);
+    points.push_back(inst.buffers[i].upper);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  section_count_ = points.empty() ? 0 : points.size() - 1;
+  const auto section_of = [&](std::int64_t time) {
+    return static_cast<std::uint32_t>(std::lower_bound(points.begin(), points.end(), time) -
+                                      points.begin());
+  };
+  first_section_.resize(n);
+  end_section_.resize(n);
+  size_.resize(n);
+  std::vector<std::int64_t> live_delta(section_count_ + 1, 0);
+  granule_ = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const buffer& b = inst.buffers[members[k]];
+    first_section_[k] = section_of(b.lower);
+    end_section_[k] = section_of(b.upper);
+    size_[k] = b.size;
+    granule_ = std::gcd(granule_, b.size);
+    live_delta[first_section_[k]] += b.size;
+    live_delta[end_section_[k]] -= b.size;
+  }
+  if (granule_ == 0) granule_ = 1;
+  std::int64_t live = 0;
+  for (std::size_t s = 0; s < section_count_; ++s) {
+    live += live_delta[s];
+    load_ = std::max(load_, live);
+  }
+
+  // Heuristic order among candidates: long-lived buffers first (they constrain the
+  // most sections), then large ones. Identical buffers end up next to each other.
+  std::vector<std::uint32_t> order(n);
+  std::iota(order.begin(), order.end(), std::uint32_t{0});
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const std::uint32_t span_a = end_section_[a] - first_section_[a];
+    const std::uint32_t span_b = end_section_[b] - first_section_[b];
+    if (span_a != span_b) return span_a > span_b;
+    if (size_[a] != size_[b]) return size_[a] > size_[b];
+    if (first_section_[a] != first_section_[b]) return first_section_[a] < first_section_[b];
+    return a < b;
+  });
+  priority_.resize(n);
+  identity_.resize(n);
+  for (std::size_t rank = 0; rank < n; ++rank) {
+    const std::uint32_t b = order[rank];
+    priority_[b] = static_cast<std::int64_t>(rank);
+    if (rank > 0) {
+      const std::uint32_t a = order[rank - 1];
+      const bool same = first_section_[a] == first_section_[b] &&
+                        end_section_[a] == end_section_[b] && size_[a] == size_[b];
+      identity_[b] = same ? identity_[a] : b;
+    } else {
+      identity_[b] = b;
+    }
+  }
+
+  // Time overlaps, as compressed adjacency lists: sweep buffers by first section and
+  // pair each with those still live.
+  std::vector<std::uint32_t> by_start(n);
+  std::iota(by_start.begin(), by_start.end(), std::uint32_t{0});
+  std::sort(by_start.begin(), by_start.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return first_section_[a] < first_section_[b];
+  });
+  std::vector<std::uint32_t> degree(n, 0);
+  const auto sweep = [&](auto&& on_pair) {
+    std::vector<std::uint32_t> active;
+    for (const std::uint32_t b : by_start) {
+      std::size_t kept = 0;
+      for (const std::uint32_t a : active) {
+        if (end_section_[a] > first_section_[b]) active[kept++] = a;
+      }
+      active.resize(kept);
+      for (const std::uint32_t a : active) on_pair(a, b);
+      active.push_back(b);
+    }
+  };
+  sweep([&](std::uint32_t a, std::uint32_t b) {
+    ++degree[a];
+    ++degree[b];
+  });
+  overlap_begin_.assign(n + 1, 0);
+  for (std::size_t k = 0; k < n; ++k) overlap_begin_[k + 1] = overlap_begin_[k] + degree[k];
+  overlap_.resize(overlap_begin_[n]);
+  std::vector<std::uint32_t> fill(overlap_begin_.begin(), overlap_begin_.end() - 1);
+  sweep([&](std::uint32_t a, std::uint32_t b) {
+    overlap_[fill[a]++] = b;
+    overlap_[fill[b]++] = a;
+  });
+}
+
+void part_search::reset() {
+  const std::size_t n = buffer_count_;
+  level_ = 0;
+  floor_.assign(section_count_, 0);
+  lower_bound_.assign(section_count_, 0);
+  remaining_.assign(section_count_, 0);
+  for (std::size_t b = 0; b < n; ++b) {
+    for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) remaining_[s] += size_[b];
+  }
+  offset_floor_.assign(n, 0);
+  banned_at_.assign(n, -1);
+  offset_.assign(n, -1);
+  unplaced_.resize(n);
+  position_.resize(n);
+  for (std::uint32_t b = 0; b < n; ++b) {
+    unplaced_[b] = b;
+    position_[b] = b;
+  }
+  trail_.clear();
+  choices_.clear();
+  options_.clear();
+  coverage_.assign(section_count_ + 1, 0);
+  section_start_.assign(section_count_, 0);
+}
+
+void part_search::place(std::uint32_t b) {
+  offset_[b] = level_;
+  const std::uint32_t at = position_[b];
+  const std::uint32_t last = unplaced_.back();
+  unplaced_[at] = last;
+  position_[last] = at;
+  unplaced_.pop_back();
+  trail_.push_back({undo_kind::placed, b, at});
+  const std::int64_t top = level_ + size_[b];
+  for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) {
+    trail_.push_back({undo_kind::floor, s, floor_[s]});
+    floor_[s] = top;
+    remaining_[s] -= size_[b];
+  }
+  for (std::uint32_t k = overlap_begin_[b]; k < overlap_begin_[b + 1]; ++k) {
+    const std::uint32_t d = overlap_[k];
+    if (offset_[d] < 0 && offset_floor_[d] < top) {
+      trail_.push_back({undo_kind::offset_floor, d, offset_floor_[d]});
+      offset_floor_[d] = top;
+    }
+  }
+}
+
+void part_search::leave_section_empty(const choice_point& point) {
+  const std::uint32_t s = point.section;
+  trail_.push_back({undo_kind::lower_bound, s, lower_bound_[s]});
+  lower_bound_[s] = level_ + granule_;
+  for (std::size_t k = point.options_begin; k < point.options_end; ++k) {
+    const std::uint32_t c = options_[k];
+    trail_.push_back({undo_kind::ban, c, banned_at_[c]});
+    banned_at_[c] = level_;
+  }
+}
+
+void part_search::undo_to(std::size_t mark) {
+  while (trail_.size() > mark) {
+    const undo_entry entry = trail_.back();
+    trail_.pop_back();
+    switch (entry.kind) {
+      case undo_kind::floor:
+        floor_[entry.index] = entry.old_value;
+        break;
+      case undo_kind::lower_bound:
+        lower_bound_[entry.index] = entry.old_value;
+        break;
+      case undo_kind::offset_floor:
+        offset_floor_[entry.index] = entry.old_value;
+        break;
+      case undo_kind::ban:
+        banned_at_[entry.index] = entry.old_value;
+        break;
+      case undo_kind::level:
+        level_ = entry.old_value;
+        break;
+      case undo_kind::placed: {
+        const std::uint32_t b = entry.index;
+        const auto at = static_cast<std::uint32_t>(entry.old_value);
+        if (at == unplaced_.size()) {
+          unplaced_.push_back(b);
+        } else {
+          const std::uint32_t moved = unplaced_[at];
+          unplaced_.push_back(moved);
+          position_[moved] = static_cast<std::uint32_t>(unplaced_.size() - 1);
+          unplaced_[at] = b;
+        }
+        position_[b] = at;
+        offset_[b] = -1;
+        for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) {
+          remaining_[s] += size_[b];
+        }
+        break;
+      }
+    }
+  }
+}
+
+bool part_search::prepare_node() {
+  candidates_.clear();
+  std::int64_t next_level = std::numeric_limits<std::int64_t>::max();
+  for (const std::uint32_t b : unplaced_) {
+    const std::int64_t f = offset_floor_[b];
+    if (f == level_) {
+      if (banned_at_[b] != level_) candidates_.push_back(b);
+    } else if (f > level_) {
+      next_level = std::min(next_level, f);
+    }
+  }
+  if (candidates_.empty()) {
+    // Everything still unplaced rests above the level (or waits for a buffer below
+    // it that can no longer come): move up.
+    if (next_level == std::numeric_limits<std::int64_t>::max()) return false;
+    trail_.push_back({undo_kind::level, 0, level_});
+    level_ = next_level;
+    for (std::size_t s = 0; s < section_count_; ++s) {
+      if (remaining_[s] == 0) continue;
+      const std::int64_t start = std::max({floor_[s], lower_bound_[s], level_});
+      if (start + remaining_[s] > capacity_) return false;
+    }
+    for (const std::uint32_t b : unplaced_) {
+      if (offset_floor_[b] == level_) candidates_.push_back(b);
+    }
+  }
+  return check_section_starts();
+}
+
+bool part_search::check_section_starts() {
+  // The lowest offset any unplaced buffer can still take, per section: a candidate
+  // may go at the level, one resting higher at its offset_floor, and one that may not
+  // go at the level (banned, or below it) only on top of something placed from now on.
+  std::fill(section_start_.begin(), section_start_.end(), std::numeric_limits<std::int64_t>::max());
+  for (const std::uint32_t b : unplaced_) {
+    std::int64_t start = offset_floor_[b];
+    if (start < level_ || (start == level_ && banned_at_[b] == level_)) start = level_ + granule_;
+    if (start + size_[b] > capacity_) return false;
+    for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) {
+      section_start_[s] = std::min(section_start_[s], start);
+    }
+  }
+  for (std::size_t s = 0; s < section_count_; ++s) {
+    if (remaining_[s] == 0) continue;
+    const std::int64_t start = std::max({section_start_[s], floor_[s], lower_bound_[s]});
+    if (start + remaining_[s] > capacity_) return false;
+  }
+  return true;
+}
+
+bool part_search::branch() {
+  // Coverage of each section by the candidates, as a difference array.
+  std::fill(coverage_.begin(), coverage_.end(), 0);
+  for (const std::uint32_t c : candidates_) {
+    ++coverage_[first_section_[c]];
+    --coverage_[end_section_[c]];
+  }
+  const std::int64_t room = capacity_ - level_;
+  std::int64_t best_slack = std::numeric_limits<std::int64_t>::max();
+  std::int32_t best_coverage = std::numeric_limits<std::int32_t>::max();
+  std::size_t best_section = section_count_;
+  std::int32_t covered = 0;
+  for (std::size_t s = 0; s < section_count_; ++s) {
+    covered += coverage_[s];
+    if (remaining_[s] == 0 || floor_[s] > level_ || lower_bound_[s] > level_) continue;
+    const std::int64_t slack = room - remaining_[s];
+    if (covered == 0) {
+      // Nothing can start here at this level, so the section loses a granule at least.
+      if (slack < granule_) return false;
+      continue;
+    }
+    if (slack < best_slack || (slack == best_slack && covered < best_coverage)) {
+      best_slack = slack;
+      best_coverage = covered;
+      best_section = s;
+    }
+  }
+  if (best_section == section_count_) return false;
+
+  const std::size_t begin = options_.size();
+  for (const std::uint32_t c : candidates_) {
+    if (first_section_[c] <= best_section && best_section < end_section_[c]) options_.push_back(c);
+  }
+  std::sort(options_.begin() + static_cast<std::ptrdiff_t>(begin), options_.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return priority_[a] < priority_[b]; });
+  choices_.push_back(choice_point{trail_.size(), begin, options_.size(), begin,
+                                  static_cast<std::uint32_t>(best_section),
+                                  best_slack >= granule_});
+  return backtrack();
+}
+
+bool part_search::backtrack() {
+  while (!choices_.empty()) {
+    choice_point& point = choices_.back();
+    undo_to(point.trail_mark);
+    // Identical buffers are interchangeable: try only the first of each run.
+    while (point.next_option < point.options_end && point.next_option > point.options_begin &&
+           identity_[options_[point.next_option]] == identity_[options_[point.next_option - 1]]) {
+      ++point.next_option;
+    }
+    if (point.next_option < point.options_end) {
+      place(options_[point.next_option++]);
+      return true;
+    }
+    if (point.may_leave_empty) {
+      point.may_leave_empty = false;
+      leave_section_empty(point);
+      return true;
+    }
+    options_.resize(point.options_begin);
+    choices_.pop_back();
+  }
+  return false;
+}
+
+search_status part_search::run(std::int64_t capacity, clock::time_point deadline,
+                               std::vector<std::int64_t>& offsets) {
+  reset();
+  capacity_ = capacity;
+  if (load_ > capacity) return search_status::infeasible;
+  while (!unplaced_.empty()) {
+    if ((++nodes_ & 255) == 0 && clock::now() > deadline) return search_status::stopped;
+#ifdef PLANNER_DEBUG
+    {
+      static std::size_t deepest = 0;
+      const std::size_t placed = buffer_count_ - unplaced_.size();
+      if (placed > deepest || (nodes_ % 1000000) == 0) {
+        deepest = std::max(deepest, placed);
+        std::fprintf(stderr, "node %llu placed %zu deepest %zu level %lld choices %zu\n",
+                     (unsigned long long)nodes_, placed, deepest, (long long)level_, choices_.size());
+      }
+    }
+#endif
+    if (!prepare_node() || !branch()) {
+      if (!backtrack()) return search_status::infeasible;
+    }
+  }
+  offsets = offset_;
+  return search_status::found;
+}
+
+}  // namespace memkit::planner::detail

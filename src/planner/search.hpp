@@ -1,0 +1,110 @@
+// The planner's internals: splitting an instance into parts and the depth-first search
+// over canonical plans of one part (see the design comment in memkit/planner.hpp).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "memkit/planner.hpp"
+
+namespace memkit::planner::detail {
+
+using clock = std::chrono::steady_clock;
+
+// A part of an instance that can be planned on its own, above `base`.
+struct part {
+  std::vector<std::size_t> members;  // indices into instance.buffers
+  std::int64_t base = 0;
+};
+
+struct decomposition {
+  // Offsets fixed by the split (buffers live over their whole part, stacked at the
+  // bottom of it); -1 for buffers that belong to a part.
+  std::vector<std::int64_t> fixed_offsets;
+  std::vector<part> parts;
+};
+
+decomposition decompose(const instance& inst);
+
+enum class search_status { found, infeasible, stopped };
+
+// Searches one part for plans within a capacity; built once, run for several.
+class part_search {
+ public:
+  part_search(const instance& inst, const std::vector<std::size_t>& members);
+
+  // LOAD of the part alone.
+  std::int64_t part_load() const { return load_; }
+
+  // Looks for offsets (relative to the part's base, in `members` order) whose height
+  // is at most `capacity`. Returns infeasible only when the whole space was searched.
+  search_status run(std::int64_t capacity, clock::time_point deadline,
+                    std::vector<std::int64_t>& offsets);
+
+  std::uint64_t nodes() const { return nodes_; }
+
+ private:
+  enum class undo_kind : std::uint8_t { floor, lower_bound, offset_floor, ban, level, placed };
+  struct undo_entry {
+    undo_kind kind;
+    std::uint32_t index;
+    std::int64_t old_value;
+  };
+  struct choice_point {
+    std::size_t trail_mark;
+    std::size_t options_begin;
+    std::size_t options_end;
+    std::size_t next_option;
+    std::uint32_t section;
+    bool may_leave_empty;  // the "no buffer covers the section at this level" branch
+  };
+
+  void reset();
+  void place(std::uint32_t b);
+  void leave_section_empty(const choice_point& point);
+  void undo_to(std::size_t mark);
+  // Raises the level if nothing is left to place at it and gathers the candidates;
+  // returns false when the node is dead.
+  bool prepare_node();
+  // Bounds every section by the lowest offset its unplaced buffers can still take.
+  bool check_section_starts();
+  // Pushes a choice point for the current node; returns false when it has no option.
+  bool branch();
+  // Takes the next untried option of the deepest choice point; false when exhausted.
+  bool backtrack();
+
+  // The part, time compressed to sections between consecutive events.
+  std::size_t buffer_count_ = 0;
+  std::size_t section_count_ = 0;
+  std::vector<std::uint32_t> first_section_;  // [first, end) sections of each buffer
+  std::vector<std::uint32_t> end_section_;
+  std::vector<std::int64_t> size_;
+  std::vector<std::uint32_t> identity_;        // equal for buffers of equal lifetime and size
+  std::vector<std::uint32_t> overlap_begin_;   // CSR: buffers overlapping each buffer in time
+  std::vector<std::uint32_t> overlap_;
+  std::vector<std::int64_t> priority_;         // heuristic rank among candidates
+  std::int64_t granule_ = 1;                   // gcd of sizes: every canonical offset is a multiple
+  std::int64_t load_ = 0;
+
+  // Search state.
+  std::int64_t capacity_ = 0;
+  std::int64_t level_ = 0;                    // offsets are placed in non-decreasing order
+  std::vector<std::int64_t> floor_;           // per section: top of the placed buffers there
+  std::vector<std::int64_t> lower_bound_;     // per section: raised when left empty at a level
+  std::vector<std::int64_t> remaining_;       // per section: bytes still to place there
+  std::vector<std::int64_t> offset_floor_;    // per buffer: max floor over its sections
+  std::vector<std::int64_t> banned_at_;       // per buffer: level at which it may not go
+  std::vector<std::int64_t> offset_;          // per buffer: offset once placed, else -1
+  std::vector<std::uint32_t> unplaced_;       // unplaced buffers, any order
+  std::vector<std::uint32_t> position_;       // index of each buffer in unplaced_
+  std::vector<undo_entry> trail_;
+  std::vector<choice_point> choices_;
+  std::vector<std::uint32_t> options_;
+  std::vector<std::uint32_t> candidates_;
+  std::vector<std::int32_t> coverage_;
+  std::vector<std::int64_t> section_start_;
+  std::uint64_t nodes_ = 0;
+};
+
+}  // namespace memkit::planner::detail

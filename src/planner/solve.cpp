@@ -1,0 +1,151 @@
+// solve(): the greedy floor, then the search, capacity by capacity (memkit/planner.hpp).
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
+#include "memkit/planner.hpp"
+#include "planner/search.hpp"
+
+namespace memkit::planner {
+namespace {
+
+using detail::clock;
+using detail::search_status;
+
+// The parts of an instance with their searches, and a way to try one capacity.
+class planner_state {
+ public:
+  explicit planner_state(const instance& inst) : inst_(inst), split_(detail::decompose(inst)) {
+    for (const detail::part& p : split_.parts) {
+      searches_.push_back(std::make_unique<detail::part_search>(inst, p.members));
+    }
+  }
+
+  std::size_t part_count() const { return split_.parts.size(); }
+
+  std::uint64_t nodes() const {
+    std::uint64_t total = 0;
+    for (const auto& s : searches_) total += s->nodes();
+    return total;
+  }
+
+  // Looks for a plan of height <= capacity; fills `out` when found. The parts are
+  // independent, so each is searched within what is left above its base.
+  search_status attempt(std::int64_t capacity, clock::time_point deadline, plan& out) {
+    out.offsets = split_.fixed_offsets;
+    for (std::size_t i = 0; i < out.offsets.size(); ++i) {
+      if (out.offsets[i] >= 0 && out.offsets[i] + inst_.buffers[i].size > capacity) {
+        return search_status::infeasible;
+      }
+    }
+    // Cheap refutation first: if any part's LOAD does not fit, nothing will.
+    for (std::size_t k = 0; k < searches_.size(); ++k) {
+      if (split_.parts[k].base + searches_[k]->part_load() > capacity) {
+        return search_status::infeasible;
+      }
+    }
+    search_status status = search_status::found;
+    std::vector<std::int64_t> offsets;
+    for (std::size_t k = 0; k < searches_.size(); ++k) {
+      const detail::part& p = split_.parts[k];
+      const search_status part_status = searches_[k]->run(capacity - p.base, deadline, offsets);
+      if (part_status == search_status::infeasible) return part_status;
+      if (part_status == search_status::stopped) {
+        status = search_status::stopped;
+        continue;  // a later part may still prove the capacity infeasible
+      }
+      for (std::size_t j = 0; j < p.members.size(); ++j) {
+        out.offsets[p.members[j]] = p.base + offsets[j];
+      }
+    }
+    return status;
+  }
+
+ private:
+  const instance& inst_;
+  detail::decomposition split_;
+  std::vector<std::unique_ptr<detail::part_search>> searches_;
+};
+
+double seconds_since(clock::time_point start) {
+  return std::chrono::duration<double>(clock::now() - start).count();
+}
+
+}  // namespace
+
+result solve(const instance& inst, const options& opts) {
+  const clock::time_point start = clock::now();
+  const clock::time_point deadline =
+      start + std::chrono::duration_cast<clock::duration>(
+                  std::chrono::duration<double>(std::max(0.0, opts.time_limit_seconds)));
+  result out;
+  out.load_bytes = load(inst);
+  out.best = greedy_best_fit(inst);
+  out.greedy_height_bytes = height(inst, out.best);
+  out.height_bytes = out.greedy_height_bytes;
+  if (const validation check = validate(inst, out.best); !check) {
+    throw std::logic_error("[memkit::planner::solve] greedy plan is invalid: " + check.message);
+  }
+
+  // Remembers a plan if it is lower than the best so far, after checking it.
+  const auto offer = [&](const plan& candidate) {
+    const std::int64_t candidate_height = height(inst, candidate);
+    if (candidate_height >= out.height_bytes) return;
+    if (const validation check = validate(inst, candidate); !check) {
+      throw std::logic_error("[memkit::planner::solve] search produced an invalid plan: " +
+                             check.message);
+    }
+    out.best = candidate;
+    out.height_bytes = candidate_height;
+  };
+
+  planner_state state(inst);
+  out.parts = state.part_count();
+  std::int64_t proven_floor = out.load_bytes;  // no plan is lower than this
+  std::int64_t search_floor = out.load_bytes;  // the lowest capacity still worth a try
+  bool done = out.height_bytes <= out.load_bytes;
+
+  if (opts.capacity && !done) {
+    if (out.height_bytes > *opts.capacity) {
+      plan candidate;
+      const search_status status = state.attempt(*opts.capacity, deadline, candidate);
+      if (status == search_status::found) offer(candidate);
+      if (status == search_status::infeasible) proven_floor = *opts.capacity + 1;
+    }
+    done = !opts.minimize_within_capacity || out.height_bytes > *opts.capacity;
+  }
+
+  // Minimise: LOAD first (often reachable), then bisect between the lowest capacity
+  // not yet ruled out and the best height found. Each attempt gets a share of the
+  // time left, so a capacity the search cannot settle does not take all of it.
+  bool first_attempt = true;
+  while (!done) {
+    search_floor = std::max(search_floor, proven_floor);
+    if (search_floor >= out.height_bytes) break;
+    const double left = std::chrono::duration<double>(deadline - clock::now()).count();
+    if (left <= 0) break;
+    const std::int64_t target =
+        first_attempt ? search_floor : search_floor + (out.height_bytes - 1 - search_floor) / 2;
+    const double share = first_attempt ? left / 2 : left / 3;
+    first_attempt = false;
+    plan candidate;
+    const search_status status = state.attempt(
+        target,
+        clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(share)),
+        candidate);
+    if (status == search_status::found) {
+      offer(candidate);
+    } else if (status == search_status::infeasible) {
+      proven_floor = target + 1;
+    } else {
+      search_floor = target + 1;  // not settled in time: look higher, nothing proven
+    }
+  }
+  out.fits = !opts.capacity || out.height_bytes <= *opts.capacity;
+  out.optimal = out.height_bytes <= proven_floor;
+  out.nodes = state.nodes();
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+}  // namespace memkit::planner

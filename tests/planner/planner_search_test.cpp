@@ -1,0 +1,167 @@
+// The greedy floor and the search: valid plans, optimal on instances small enough to
+// check exhaustively, capacity handling, and one challenging instance.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "memkit/planner.hpp"
+
+namespace memkit::planner {
+namespace {
+
+instance random_instance(std::mt19937& rng, int count, int horizon, int max_size) {
+  instance inst;
+  std::uniform_int_distribution<int> time(0, horizon - 1);
+  std::uniform_int_distribution<int> size(1, max_size);
+  for (int i = 0; i < count; ++i) {
+    int a = time(rng);
+    int b = time(rng);
+    if (a > b) std::swap(a, b);
+    inst.buffers.push_back(buffer{i, a, b + 1, size(rng)});
+  }
+  return inst;
+}
+
+bool overlaps_in_time(const buffer& a, const buffer& b) {
+  return a.lower < b.upper && b.lower < a.upper;
+}
+
+// Tries every offset of every buffer below `limit`; fine for a handful of buffers.
+bool fits_exhaustively(const instance& inst, std::int64_t limit, std::vector<std::int64_t>& offsets,
+                       std::size_t next) {
+  if (next == inst.buffers.size()) return true;
+  const buffer& b = inst.buffers[next];
+  for (std::int64_t offset = 0; offset + b.size <= limit; ++offset) {
+    bool clash = false;
+    for (std::size_t j = 0; j < next && !clash; ++j) {
+      const buffer& other = inst.buffers[j];
+      clash = overlaps_in_time(b, other) && offset < offsets[j] + other.size &&
+              offsets[j] < offset + b.size;
+    }
+    if (clash) continue;
+    offsets[next] = offset;
+    if (fits_exhaustively(inst, limit, offsets, next + 1)) return true;
+  }
+  return false;
+}
+
+std::int64_t exhaustive_optimum(const instance& inst) {
+  std::vector<std::int64_t> offsets(inst.buffers.size());
+  for (std::int64_t limit = load(inst);; ++limit) {
+    if (fits_exhaustively(inst, limit, offsets, 0)) return limit;
+  }
+}
+
+TEST(PlannerGreedy, PlansAreValidOnRandomInstances) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const instance inst = random_instance(rng, 1 + trial % 40, 30, 100);
+    const plan p = greedy_best_fit(inst);
+    const validation check = validate(inst, p);
+    ASSERT_TRUE(check.ok) << check.message;
+    EXPECT_GE(height(inst, p), load(inst));
+  }
+}
+
+TEST(PlannerGreedy, FillsTheBestGap) {
+  // Two long buffers leave a gap of 4 under a third; the size-4 buffer takes it exactly.
+  instance inst;
+  inst.buffers = {{0, 0, 10, 8}, {1, 0, 5, 4}, {2, 5, 10, 6}, {3, 6, 9, 4}};
+  const plan p = greedy_best_fit(inst);
+  ASSERT_TRUE(validate(inst, p).ok);
+  EXPECT_EQ(height(inst, p), 18);
+}
+
+TEST(PlannerSearch, ReachesTheExhaustiveOptimumOnTinyInstances) {
+  std::mt19937 rng(11);
+  int not_at_load = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const instance inst = random_instance(rng, 4 + trial % 5, 5, 7);
+    const std::int64_t optimum = exhaustive_optimum(inst);
+    if (optimum > load(inst)) ++not_at_load;
+    options opts;
+    opts.time_limit_seconds = 5.0;
+    const result res = solve(inst, opts);
+    const validation check = validate(inst, res.best);
+    ASSERT_TRUE(check.ok) << check.message;
+    ASSERT_EQ(res.height_bytes, optimum) << "trial " << trial;
+    EXPECT_TRUE(res.optimal) << "trial " << trial;
+  }
+  // The comparison means something only if LOAD is not always reachable.
+  EXPECT_GT(not_at_load, 5);
+}
+
+TEST(PlannerSearch, CapacityBelowTheOptimumIsReportedAsNotFitting) {
+  std::mt19937 rng(5);
+  int checked = 0;
+  for (int trial = 0; trial < 300 && checked < 20; ++trial) {
+    const instance inst = random_instance(rng, 7, 5, 7);
+    const std::int64_t optimum = exhaustive_optimum(inst);
+    if (optimum == load(inst)) continue;
+    ++checked;
+    options opts;
+    opts.time_limit_seconds = 5.0;
+    opts.capacity = optimum - 1;
+    const result below = solve(inst, opts);
+    EXPECT_FALSE(below.fits);
+    EXPECT_TRUE(validate(inst, below.best).ok);  // still the best valid plan found
+    opts.capacity = optimum;
+    const result at = solve(inst, opts);
+    EXPECT_TRUE(at.fits);
+    EXPECT_TRUE(validate(inst, at.best, optimum).ok);
+  }
+  EXPECT_EQ(checked, 20);
+}
+
+TEST(PlannerSearch, PlansAreValidAndNoWorseThanGreedyOnRandomInstances) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 40; ++trial) {
+    const instance inst = random_instance(rng, 20 + trial * 5, 60, 1000);
+    options opts;
+    opts.time_limit_seconds = 0.05;
+    const result res = solve(inst, opts);
+    const validation check = validate(inst, res.best);
+    ASSERT_TRUE(check.ok) << check.message;
+    EXPECT_LE(res.height_bytes, res.greedy_height_bytes);
+    EXPECT_GE(res.height_bytes, res.load_bytes);
+    EXPECT_EQ(res.load_bytes, load(inst));
+  }
+}
+
+TEST(PlannerSearch, SplitsAtCutPointsAndStacksFullSpanBuffers) {
+  // Two independent halves, each under a buffer live over all of it.
+  instance inst;
+  inst.buffers = {{0, 0, 10, 5}, {1, 0, 4, 3}, {2, 4, 10, 2}, {3, 10, 20, 7}, {4, 12, 15, 1}};
+  const result res = solve(inst, options{});
+  ASSERT_TRUE(validate(inst, res.best).ok);
+  EXPECT_EQ(res.height_bytes, 8);
+  EXPECT_TRUE(res.optimal);
+}
+
+TEST(PlannerSearch, EmptyInstance) {
+  const result res = solve(instance{}, options{});
+  EXPECT_EQ(res.height_bytes, 0);
+  EXPECT_TRUE(res.best.offsets.empty());
+  EXPECT_TRUE(res.fits);
+}
+
+TEST(PlannerSearch, SolvesAChallengingInstanceWithinCapacity) {
+  const std::string path =
+      std::string(MEMKIT_SOURCE_DIR) + "/tests/data/planner/minimalloc-challenging/A.1048576.csv";
+  const instance inst = read_instance(path);
+  options opts;
+  opts.capacity = 1048576;
+  opts.time_limit_seconds = 20.0;
+  const result res = solve(inst, opts);
+  EXPECT_TRUE(res.fits) << "height " << res.height_bytes;
+  const validation check = validate(inst, res.best, 1048576);
+  EXPECT_TRUE(check.ok) << check.message;
+  EXPECT_GT(res.greedy_height_bytes, 1048576);  // greedy alone does not fit
+}
+
+}  // namespace
+}  // namespace memkit::planner

@@ -1,0 +1,157 @@
+// `memkit plan`: static offsets for a whole schedule of buffers (memkit/planner.hpp).
+//
+//   memkit plan INSTANCE.csv [--capacity BYTES] [--time-limit SECONDS] [--output PLAN.csv]
+//               [--json] [--minimize]
+//   memkit plan --from-trace TRACE [...]
+//
+// Exit status: 0 with a plan; 1 when the input cannot be read; 2 when no plan within
+// --capacity was found in the time limit; 3 if the plan failed validation (a bug).
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "memkit/planner.hpp"
+
+namespace memkit::tools {
+namespace {
+
+struct plan_settings {
+  std::string instance_path;
+  std::string trace_path;
+  std::optional<std::int64_t> capacity;
+  double time_limit_seconds = 10.0;
+  std::string output_path;
+  bool json = false;
+  bool minimize = false;
+};
+
+// 1234567 -> "1,234,567": byte counts are easier to compare with separators.
+std::string with_commas(std::int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  for (std::ptrdiff_t at = static_cast<std::ptrdiff_t>(digits.size()) - 3; at > 0; at -= 3) {
+    digits.insert(static_cast<std::size_t>(at), ",");
+  }
+  return value < 0 ? "-" + digits : digits;
+}
+
+double ratio(std::int64_t height, std::int64_t load) {
+  return load > 0 ? static_cast<double>(height) / static_cast<double>(load) : 1.0;
+}
+
+void run_plan(const plan_settings& settings) {
+  const bool from_trace = !settings.trace_path.empty();
+  if (from_trace == !settings.instance_path.empty()) {
+    std::fprintf(stderr, "memkit plan: give either an INSTANCE.csv or --from-trace TRACE\n");
+    throw CLI::RuntimeError(1);
+  }
+  const std::string& source = from_trace ? settings.trace_path : settings.instance_path;
+  planner::instance inst;
+  try {
+    inst = from_trace ? planner::instance_from_trace(settings.trace_path)
+                      : planner::read_instance(settings.instance_path);
+  } catch (const planner::planner_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    throw CLI::RuntimeError(1);
+  }
+
+  planner::options opts;
+  opts.capacity = settings.capacity;
+  opts.time_limit_seconds = settings.time_limit_seconds;
+  opts.minimize_within_capacity = settings.minimize;
+  const planner::result res = planner::solve(inst, opts);
+
+  // solve() checks every plan it keeps; check again against what is promised here.
+  const planner::validation check = planner::validate(inst, res.best, settings.capacity);
+  const bool fits = res.fits;
+  if (fits && !check) {
+    std::fprintf(stderr, "memkit plan: internal error, the plan is invalid: %s\n",
+                 check.message.c_str());
+    throw CLI::RuntimeError(3);
+  }
+  const bool write_file = fits && !settings.output_path.empty();
+  if (write_file) {
+    try {
+      planner::write_plan(settings.output_path, inst, res.best);
+    } catch (const planner::planner_error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      throw CLI::RuntimeError(1);
+    }
+  }
+
+  if (settings.json) {
+    nlohmann::json out = {
+        {"source", source},
+        {"from_trace", from_trace},
+        {"buffers", inst.buffers.size()},
+        {"load_bytes", res.load_bytes},
+        {"height_bytes", res.height_bytes},
+        {"ratio", ratio(res.height_bytes, res.load_bytes)},
+        {"greedy_height_bytes", res.greedy_height_bytes},
+        {"greedy_ratio", ratio(res.greedy_height_bytes, res.load_bytes)},
+        {"optimal", res.optimal},
+        {"fits", fits},
+        {"capacity_bytes", settings.capacity ? nlohmann::json(*settings.capacity) : nullptr},
+        {"time_limit_seconds", settings.time_limit_seconds},
+        {"seconds", res.seconds},
+        {"search_nodes", res.nodes},
+        {"parts", res.parts},
+        {"output", write_file ? nlohmann::json(settings.output_path) : nullptr},
+    };
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("source   %s: %zu buffers\n", source.c_str(), inst.buffers.size());
+    std::printf("LOAD     %s bytes\n", with_commas(res.load_bytes).c_str());
+    std::printf("greedy   %s bytes (%.4f x LOAD)\n", with_commas(res.greedy_height_bytes).c_str(),
+                ratio(res.greedy_height_bytes, res.load_bytes));
+    std::printf("plan     %s bytes (%.4f x LOAD%s)", with_commas(res.height_bytes).c_str(),
+                ratio(res.height_bytes, res.load_bytes), res.optimal ? ", optimal" : "");
+    if (settings.capacity) {
+      std::printf(" %s capacity %s", fits ? "within" : "above",
+                  with_commas(*settings.capacity).c_str());
+    }
+    std::printf("\ntime     %.3f s, %llu search nodes, %zu parts\n", res.seconds,
+                static_cast<unsigned long long>(res.nodes), res.parts);
+    if (write_file) std::printf("wrote    %s\n", settings.output_path.c_str());
+  }
+  if (!fits) {
+    std::fprintf(stderr,
+                 "memkit plan: no plan within capacity %s bytes found in %.1f s (best %s bytes, "
+                 "LOAD %s bytes)%s\n",
+                 with_commas(*settings.capacity).c_str(), settings.time_limit_seconds,
+                 with_commas(res.height_bytes).c_str(), with_commas(res.load_bytes).c_str(),
+                 res.load_bytes > *settings.capacity ? ": LOAD alone exceeds the capacity" : "");
+    throw CLI::RuntimeError(2);
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto settings = std::make_shared<plan_settings>();
+  CLI::App* command = app.add_subcommand(
+      "plan", "Assign static offsets to a whole schedule of buffers, close to LOAD");
+  command->add_option("instance", settings->instance_path,
+                      "Instance CSV with the header id,lower,upper,size (lifetimes [lower, upper))");
+  command->add_option("--from-trace", settings->trace_path,
+                      "Plan a memkit allocation trace instead (time = event index)");
+  command->add_option("--capacity", settings->capacity,
+                      "Find a plan whose height is at most this many bytes, or exit 2")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--time-limit", settings->time_limit_seconds, "Seconds of search at most")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->add_option("--output", settings->output_path,
+                      "Write the plan here as id,lower,upper,size,offset");
+  command->add_flag("--json", settings->json, "Print one JSON object instead of a summary");
+  command->add_flag("--minimize", settings->minimize,
+                    "With --capacity, keep lowering the plan after one fits");
+  command->callback([settings] { run_plan(*settings); });
+}
+
+}  // namespace memkit::tools
