@@ -57,7 +57,14 @@ struct allocation {
   std::size_t size = 0;
 };
 
+// Where large blocks live. segments: one backend segment per request, split and
+// merged. arena: one reserved address range with physical pages mapped only under
+// live blocks (needs a backend with virtual memory). automatic: arena where the
+// backend has virtual memory, else segments.
+enum class pool_policy { automatic, segments, arena };
+
 struct allocator_options {
+  pool_policy policy = pool_policy::automatic;
   std::size_t memory_limit = 0;  // 0: the backend's capacity
   std::size_t cache_limit = 0;   // 0: the memory limit
   std::size_t wired_limit = 0;   // 0: none wired

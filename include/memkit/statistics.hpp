@@ -18,8 +18,10 @@ struct statistics {
   std::uint64_t allocations = 0;         // successful allocate calls with bytes > 0
   std::uint64_t frees = 0;               // free calls of live blocks
   std::uint64_t cache_hits = 0;          // allocations served without the backend
-  std::uint64_t backend_allocations = 0; // segments asked of the backend
-  std::uint64_t backend_frees = 0;       // segments given back to the backend
+  std::uint64_t backend_allocations = 0; // segments and physical pages asked of the backend
+  std::uint64_t backend_frees = 0;       // segments and physical pages given back
+  std::uint64_t maps = 0;                // pages mapped (arena)
+  std::uint64_t unmaps = 0;              // pages unmapped (arena)
   std::uint64_t retries = 0;             // waits for queued work before retrying
   std::uint64_t out_of_memory = 0;       // requests that ended in out_of_memory
   std::size_t live_blocks = 0;           // blocks handed out and not freed

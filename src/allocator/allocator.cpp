@@ -10,125 +10,55 @@
 #include <unordered_map>
 #include <utility>
 
-#include "pools/address_map.hpp"
-#include "pools/segment_pool.hpp"
+#include "allocator/state.hpp"
 
 namespace memkit {
 
-using pools::block;
-using pools::segment;
-using pools::segment_pool;
-
-namespace {
-
-std::size_t round_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
-
-std::string hex(address_t a) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
-  return buf;
+allocator::state::state(backend& b, const allocator_options& options)
+    : device(b),
+      facts(b.get_facts()),
+      safe_serial(std::max<std::uint32_t>(facts.queue_count, 1), 0),
+      queues(safe_serial.size()),
+      small(true, safe_serial.data()),
+      large(false, safe_serial.data()) {
+  if (facts.max_buffer == 0) facts.max_buffer = facts.capacity;
+  memory_limit = options.memory_limit ? options.memory_limit : facts.capacity;
+  cache_limit = options.cache_limit ? options.cache_limit : memory_limit;
+  wired_limit = options.wired_limit;
+  validating = options.validate;
+#ifdef MEMKIT_VALIDATE_DEFAULT
+  validating = true;
+#endif
+  if (options.policy == pool_policy::arena && !facts.virtual_memory) {
+    throw invalid_argument("[memkit::allocator] the arena policy needs virtual memory, which " +
+                           facts.name + " does not offer");
+  }
+  if (options.policy != pool_policy::segments && facts.virtual_memory) create_arena();
 }
 
-// Fences recorded on one queue, to learn when blocks freed there are safe everywhere.
-struct queue_record {
-  std::uint64_t serial;  // every block freed on the queue with free_serial <= serial ...
-  std::uint64_t value;   // ... is safe once this fence completes
-};
-struct queue_state {
-  std::uint64_t last_free_serial = 0;  // latest free touching this queue
-  std::deque<queue_record> records;    // outstanding fences, oldest first
-};
+std::size_t allocator::state::segment_size_for(std::size_t size) const {
+  const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
+  std::size_t bytes = size <= pools::kSmallRequest ? round_up(pools::kSmallSegment, g)
+                                                   : round_up(size, g);
+  if (bytes > facts.max_buffer) bytes = std::max(size, facts.max_buffer);
+  return bytes;
+}
 
-// A freed block that other queues used too (record_use): reusable once every
-// queue in `queues` is safe past `serial`.
-struct deferred_block {
-  block* b;
-  std::vector<queue_id> queues;
-  std::uint64_t serial;
-};
-
-struct released_segment {
-  address_t base;
-  std::size_t size;
-};
-
-}  // namespace
-
-struct allocator::state {
-  state(backend& b, const allocator_options& options)
-      : device(b),
-        facts(b.get_facts()),
-        safe_serial(std::max<std::uint32_t>(facts.queue_count, 1), 0),
-        queues(safe_serial.size()),
-        small(true, safe_serial.data()),
-        large(false, safe_serial.data()) {
-    if (facts.max_buffer == 0) facts.max_buffer = facts.capacity;
-    memory_limit = options.memory_limit ? options.memory_limit : facts.capacity;
-    cache_limit = options.cache_limit ? options.cache_limit : memory_limit;
-    wired_limit = options.wired_limit;
-    validating = options.validate;
-#ifdef MEMKIT_VALIDATE_DEFAULT
-    validating = true;
-#endif
-  }
-
-  backend& device;
-  device_facts facts;                       // copied once: the hot path reads it lock-free
-  mutable std::mutex mutex;                 // guards everything below
-  std::vector<std::uint64_t> safe_serial;   // per queue: frees up to here are safe everywhere
-  std::vector<queue_state> queues;          // per queue: fences recorded, latest free
-  segment_pool small;                       // requests <= 1 MiB
-  segment_pool large;                       // larger requests
-  pools::address_map<block> live;           // live blocks by address
-  std::unordered_map<block*, std::vector<queue_id>> extra_uses;  // record_use
-  std::vector<deferred_block> deferred;     // freed blocks waiting on other queues
-  statistics stats;                         // the cheap counters
-  std::size_t memory_limit = 0;
-  std::size_t cache_limit = 0;
-  std::size_t wired_limit = 0;
-  std::size_t reserving = 0;                // bytes being allocated outside the lock
-  std::uint64_t free_serial = 0;            // frees so far
-  bool validating = false;
-
-  segment_pool& pool_for(std::size_t size) { return size <= pools::kSmallRequest ? small : large; }
-
-  std::size_t segment_size_for(std::size_t size) const {
-    const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
-    std::size_t bytes = size <= pools::kSmallRequest ? round_up(pools::kSmallSegment, g)
-                                                     : round_up(size, g);
-    if (bytes > facts.max_buffer) bytes = std::max(size, facts.max_buffer);
-    return bytes;
-  }
-
-  allocation on_allocated(block* b, std::size_t bytes, bool hit) {
-    b->requested = bytes;
-    const address_t address = b->owner->base + b->offset;
-    live.insert(address, b);
-    stats.active_bytes += b->size;
-    stats.requested_bytes += bytes;
-    stats.peak_active_bytes = std::max(stats.peak_active_bytes, stats.active_bytes);
-    stats.peak_requested_bytes = std::max(stats.peak_requested_bytes, stats.requested_bytes);
-    stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
-    stats.allocations++;
-    stats.cache_hits += hit;
-    stats.live_blocks++;
-    if (validating) validate_locked();
-    return {address, b->size};
-  }
-
-  allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue);
-  void refresh_fences();
-  bool wait_for_queued_work();
-  bool has_unsafe_blocks() const;
-  std::size_t calculate_releasable() const;
-  void release_until(std::size_t target_reserved, std::vector<released_segment>& out);
-  void give_back_segments(const std::vector<released_segment>& segments);
-  void trim_cache();
-  void release_deferred_locked();
-  void validate_locked() const;
-  statistics recount_locked() const;
-  [[noreturn]] void throw_out_of_memory(std::size_t bytes, queue_id queue);
-};
+allocation allocator::state::on_allocated(block* b, std::size_t bytes, bool hit) {
+  b->requested = bytes;
+  const address_t address = b->owner->base + b->offset;
+  live.insert(address, b);
+  stats.active_bytes += b->size;
+  stats.requested_bytes += bytes;
+  stats.peak_active_bytes = std::max(stats.peak_active_bytes, stats.active_bytes);
+  stats.peak_requested_bytes = std::max(stats.peak_requested_bytes, stats.requested_bytes);
+  stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+  stats.allocations++;
+  stats.cache_hits += hit;
+  stats.live_blocks++;
+  if (validating) validate_locked();
+  return {address, b->size};
+}
 
 // ---------------------------------------------------------------------------
 // Hot path
@@ -143,6 +73,7 @@ allocator::~allocator() {
   for (segment_pool* pool : {&s.small, &s.large}) {
     for (segment* seg : pool->get_segments()) s.device.free_segment(seg->base, seg->size);
   }
+  if (s.arena) s.destroy_arena();
 }
 
 allocation allocator::allocate(std::size_t bytes, queue_id queue) {
@@ -158,7 +89,7 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
                            " does not exist; the backend has " + std::to_string(s.queues.size()));
   }
   const std::size_t size = round_up(bytes, pools::kQuantum);
-  {
+  if (!s.uses_arena(size)) {
     std::lock_guard lock(s.mutex);
     if (block* b = s.pool_for(size).take(size, queue)) [[likely]] {
       return s.on_allocated(b, bytes, true);
@@ -185,7 +116,7 @@ void allocator::free(address_t address) {
     s.stats.live_blocks--;
     const std::uint64_t serial = ++s.free_serial;
     s.queues[b->queue].last_free_serial = serial;
-    segment_pool& p = b->owner->small ? s.small : s.large;
+    segment_pool& p = s.owner_pool(b);
     if (!s.extra_uses.empty()) [[unlikely]] {
       if (auto it = s.extra_uses.find(b); it != s.extra_uses.end()) {
         for (queue_id q : it->second) s.queues[q].last_free_serial = serial;
@@ -197,7 +128,11 @@ void allocator::free(address_t address) {
         return;
       }
     }
-    p.give_back(b, serial);
+    if (b->owner->virtual_range) {
+      s.arena_free(b, serial);
+    } else {
+      p.give_back(b, serial);
+    }
     over_cache_limit = s.stats.cached_bytes > s.cache_limit;
     if (s.validating) s.validate_locked();
   }
@@ -208,30 +143,54 @@ void allocator::free(address_t address) {
 // Slow paths: growing, pressure, fences. Backend calls happen with the lock released.
 
 allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, queue_id queue) {
+  const bool in_arena = uses_arena(size);
   segment_pool& pool = pool_for(size);
-  const std::size_t segment_size = segment_size_for(size);
+  const std::size_t segment_size = in_arena ? 0 : segment_size_for(size);
   bool refreshed = false;
   bool waited = false;
   bool backend_full = false;
   for (;;) {
-    enum { grow, refresh, wait } plan;
-    std::vector<released_segment> released;
+    enum { grow, map_pages, release, refresh, wait } plan = grow;
+    released_memory released;
+    arena_request request;
     {
       std::unique_lock lock(mutex);
-      if (block* b = pool.take(size, queue)) return on_allocated(b, bytes, true);
+      // When the device said no, the limit is what it holds now.
+      const std::size_t limit =
+          backend_full ? std::min(memory_limit, stats.reserved_bytes + reserving) : memory_limit;
       const std::size_t used = stats.reserved_bytes + reserving;
-      const std::size_t releasable = calculate_releasable();
-      if (!refreshed && has_unsafe_blocks()) {
-        // Polling fences costs far less than a new segment: learn what completed first.
+      std::size_t shortfall = 0;
+      if (in_arena) {
+        if (arena_take(size, queue, limit, request)) {
+          if (request.pages.empty() && !request.must_wait) {
+            return on_allocated(request.b, bytes, true);
+          }
+          if (!request.pages.empty() && !refreshed && has_unsafe_blocks()) {
+            // Completed fences may free a mapped range: learn them before mapping.
+            arena_abandon(request);
+            plan = refresh;
+          } else {
+            plan = map_pages;
+          }
+        } else {
+          shortfall = request.shortfall;
+        }
+      } else {
+        if (block* b = pool.take(size, queue)) return on_allocated(b, bytes, true);
+        shortfall = used + segment_size > limit ? used + segment_size - limit : 0;
+      }
+      if (in_arena && request.b) {
+        // planned above
+      } else if (!refreshed && has_unsafe_blocks()) {
+        // Polling fences costs far less than new memory: learn what completed first.
         plan = refresh;
-      } else if (!backend_full && used + segment_size <= memory_limit) {
+      } else if (!in_arena && shortfall == 0) {
         plan = grow;
-      } else if (releasable > 0 && used - releasable + segment_size <= memory_limit) {
-        // Release least recently used segments: all of them if the device itself
-        // is full, else just enough to stay under the limit.
-        release_until(backend_full ? 0 : memory_limit - segment_size - reserving, released);
+      } else if (const std::size_t releasable = calculate_releasable();
+                 releasable > 0 && (backend_full || releasable >= shortfall)) {
+        release_until(backend_full ? 0 : stats.reserved_bytes - shortfall, released);
         backend_full = false;
-        plan = grow;
+        plan = release;
       } else if (!waited && has_unsafe_blocks()) {
         plan = wait;
         stats.retries++;
@@ -241,7 +200,8 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       }
       if (plan == grow) reserving += segment_size;
     }
-    give_back_segments(released);
+    give_back(released);
+    if (plan == release) continue;
     if (plan == refresh) {
       refresh_fences();
       refreshed = true;
@@ -251,6 +211,27 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       wait_for_queued_work();
       waited = true;
       continue;
+    }
+    if (plan == map_pages) {
+      const bool mapped = arena_map(request);
+      std::vector<page_plan> to_release;
+      std::unique_lock lock(mutex);
+      arena_finish(request, mapped, to_release);
+      if (!mapped) {
+        lock.unlock();
+        for (const page_plan& p : to_release) device.release_page(p.physical, arena->page_size);
+        backend_full = true;
+        continue;
+      }
+      block* b = request.b;
+      const std::size_t g = arena->page_size;
+      pages_mapped.wait(lock, [&] {
+        for (std::size_t i = b->offset / g; i <= (b->offset + b->size - 1) / g; ++i) {
+          if (arena->pages.get(static_cast<std::uint32_t>(i)).busy) return false;
+        }
+        return true;
+      });
+      return on_allocated(b, bytes, false);
     }
     const address_t base = device.allocate_segment(segment_size);
     std::lock_guard lock(mutex);
@@ -363,7 +344,8 @@ void allocator::state::release_deferred_locked() {
   for (auto it = deferred.begin(); it != deferred.end();) {
     if (safe(*it)) {
       block* b = it->b;
-      (b->owner->small ? small : large).release_deferred(b);
+      if (b->owner->virtual_range) arena_free(b, 0);
+      else owner_pool(b).release_deferred(b);
       it = deferred.erase(it);
     } else {
       ++it;
@@ -372,7 +354,7 @@ void allocator::state::release_deferred_locked() {
 }
 
 std::size_t allocator::state::calculate_releasable() const {
-  std::size_t bytes = 0;
+  std::size_t bytes = calculate_arena_releasable();
   for (const segment_pool* pool : {&small, &large}) {
     for (const segment* seg : pool->get_segments()) {
       if (seg->idle && seg->first->size == seg->size && seg->first->indexed &&
@@ -383,10 +365,7 @@ std::size_t allocator::state::calculate_releasable() const {
   return bytes;
 }
 
-// Takes idle segments out of the pools, least recently used first, until reserved
-// bytes are at most `target_reserved`; the caller gives them to the backend.
-void allocator::state::release_until(std::size_t target_reserved,
-                                     std::vector<released_segment>& out) {
+void allocator::state::release_until(std::size_t target_reserved, released_memory& out) {
   while (stats.reserved_bytes > target_reserved) {
     segment_pool* pool = &large;
     segment* seg = large.get_releasable();
@@ -395,30 +374,32 @@ void allocator::state::release_until(std::size_t target_reserved,
       seg = small.get_releasable();
     }
     if (!seg) break;
-    out.push_back({seg->base, seg->size});
+    out.segments.push_back({seg->base, seg->size});
     stats.reserved_bytes -= seg->size;
-    stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
     stats.backend_frees++;
     stats.segments--;
     pool->remove_segment(seg);
   }
+  release_idle_pages(target_reserved, out.pages);
+  stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
   if (validating) validate_locked();
 }
 
-void allocator::state::give_back_segments(const std::vector<released_segment>& segments) {
-  for (const released_segment& r : segments) device.free_segment(r.base, r.size);
+void allocator::state::give_back(const released_memory& released) {
+  for (const released_segment& r : released.segments) device.free_segment(r.base, r.size);
+  give_back_pages(released.pages);
 }
 
 void allocator::state::trim_cache() {
   refresh_fences();
-  std::vector<released_segment> released;
+  released_memory released;
   {
     std::lock_guard lock(mutex);
     if (stats.cached_bytes > cache_limit) {
       release_until(stats.active_bytes + cache_limit, released);
     }
   }
-  give_back_segments(released);
+  give_back(released);
 }
 
 // ---------------------------------------------------------------------------
@@ -427,7 +408,7 @@ void allocator::state::trim_cache() {
 std::size_t allocator::set_memory_limit(std::size_t bytes) {
   state& s = *state_;
   std::size_t previous;
-  std::vector<released_segment> released;
+  state::released_memory released;
   s.refresh_fences();
   {
     std::lock_guard lock(s.mutex);
@@ -435,7 +416,7 @@ std::size_t allocator::set_memory_limit(std::size_t bytes) {
     s.memory_limit = bytes;
     if (s.stats.reserved_bytes > bytes) s.release_until(bytes, released);
   }
-  s.give_back_segments(released);
+  s.give_back(released);
   return previous;
 }
 
@@ -518,12 +499,12 @@ void allocator::reset_peak() {
 void allocator::clear_cache() {
   state& s = *state_;
   s.refresh_fences();
-  std::vector<released_segment> released;
+  state::released_memory released;
   {
     std::lock_guard lock(s.mutex);
     s.release_until(0, released);
   }
-  s.give_back_segments(released);
+  s.give_back(released);
 }
 
 std::size_t allocator::calculate_largest_free_block() const {
@@ -543,6 +524,7 @@ std::vector<segment_view> allocator::calculate_segments() const {
       views.push_back(std::move(v));
     }
   }
+  state_->add_arena_views(views);
   std::sort(views.begin(), views.end(),
             [](const segment_view& a, const segment_view& b) { return a.base < b.base; });
   return views;
@@ -553,10 +535,16 @@ statistics allocator::state::recount_locked() const {
   std::size_t live_bytes = 0, free_bytes = 0, live_blocks = 0, requested = 0;
   small.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
   large.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
+  std::size_t reserved = live_bytes + free_bytes;
+  if (arena) {
+    std::size_t unmapped_addresses = 0;
+    arena->range.validate(&live_bytes, &unmapped_addresses, &live_blocks, &requested);
+    reserved += (arena->mapped_pages + arena->held_unmapped) * arena->page_size;
+  }
   counted.active_bytes = live_bytes;
   counted.requested_bytes = requested;
-  counted.reserved_bytes = live_bytes + free_bytes;
-  counted.cached_bytes = free_bytes;
+  counted.reserved_bytes = reserved;
+  counted.cached_bytes = reserved - live_bytes;
   counted.live_blocks = live_blocks;
   counted.segments = small.get_segments().size() + large.get_segments().size();
   return counted;
@@ -580,6 +568,7 @@ void allocator::state::validate_locked() const {
     check(b->live && b->owner->base + b->offset == address, "a live entry points at a wrong block");
   });
   for (const deferred_block& d : deferred) check(d.b->deferred, "a deferred block is not marked");
+  validate_arena_locked();
 }
 
 statistics allocator::calculate_statistics() const {

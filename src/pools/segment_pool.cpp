@@ -37,6 +37,20 @@ block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   return b;
 }
 
+void segment_pool::add_free_segment(address_t base, std::size_t segment_size) {
+  auto* s = new segment;
+  s->base = base;
+  s->size = segment_size;
+  s->virtual_range = true;
+  block* b = blocks_.make();
+  b->size = segment_size;
+  b->owner = s;
+  s->first = b;
+  segments_.push_back(s);
+  index_.insert(b);
+  set_idle(s, true);
+}
+
 block* segment_pool::add_segment(address_t base, std::size_t segment_size, std::size_t size,
                                  queue_id queue) {
   auto* s = new segment;
@@ -53,31 +67,33 @@ block* segment_pool::add_segment(address_t base, std::size_t segment_size, std::
 }
 
 bool segment_pool::can_merge(const block* lower, const block* upper) const {
+  // Merge only blocks in the same state: both safe everywhere, or both waiting on
+  // the same queue. A pending block merged into a safe one would make all of it
+  // wait (the whole free tail of an arena, say).
   if (lower->deferred || upper->deferred) return false;
-  return lower->queue == upper->queue || is_safe(lower) || is_safe(upper);
+  const bool lower_safe = is_safe(lower);
+  if (lower_safe != is_safe(upper)) return false;
+  return lower_safe || lower->queue == upper->queue;
 }
 
 block* segment_pool::merge(block* lower, block* upper) {
-  // The merged block stays reserved to the queue of whichever part is not yet
-  // safe; can_merge ensures at most one queue is involved.
-  if (!is_safe(upper) && (is_safe(lower) || upper->free_serial > lower->free_serial)) {
-    lower->queue = upper->queue;
-    lower->free_serial = upper->free_serial;
-  }
+  // Both safe: safe for good. Both waiting on one queue: wait for the later free.
+  if (is_safe(lower)) lower->free_serial = 0;
+  else if (upper->free_serial > lower->free_serial) lower->free_serial = upper->free_serial;
   placement::absorb_next(lower);
-  if (upper->unmerged) list_unmerged(lower);  // upper's other neighbour still stands apart
+  if (upper->is_listed()) list_unmerged(lower);  // upper's other neighbour still stands apart
   discard(upper);
   return lower;
 }
 
 void segment_pool::list_unmerged(block* b) {
-  if (b->unmerged) return;
-  b->unmerged = true;
+  if (b->is_listed()) return;
+  b->unmerged_slot = static_cast<std::uint32_t>(unmerged_.size());
   unmerged_.push_back(b);
 }
 
 void segment_pool::discard(block* b) {
-  if (b->unmerged) unmerged_.erase(std::find(unmerged_.begin(), unmerged_.end(), b));
+  if (b->is_listed()) unmerged_[b->unmerged_slot] = nullptr;
   blocks_.recycle(b);
 }
 
@@ -127,17 +143,27 @@ void segment_pool::release_deferred(block* b) {
 
 void segment_pool::merge_unmerged() {
   // Re-file each listed block once: it merges with what its state now allows, or
-  // is listed again at the back. Blocks merged away are unlisted by discard().
-  for (std::size_t remaining = unmerged_.size(); remaining > 0 && !unmerged_.empty(); --remaining) {
-    block* b = unmerged_.front();
-    unmerged_.erase(unmerged_.begin());
-    b->unmerged = false;
+  // is listed again at the end. Blocks merged away were nulled by discard().
+  const std::size_t listed = unmerged_.size();
+  for (std::size_t k = 0; k < listed; ++k) {
+    block* b = unmerged_[k];
+    if (!b) continue;
+    unmerged_[k] = nullptr;
+    b->unmerged_slot = block::kNotListed;
     if (b->live || !b->indexed) continue;
     index_.remove(b);
     b->live = true;
     b->owner->live_blocks++;
     give_back(b, b->free_serial);
   }
+  std::size_t kept = 0;
+  for (std::size_t k = listed; k < unmerged_.size(); ++k) {
+    if (block* b = unmerged_[k]) {
+      b->unmerged_slot = static_cast<std::uint32_t>(kept);
+      unmerged_[kept++] = b;
+    }
+  }
+  unmerged_.resize(kept);
 }
 
 void segment_pool::set_idle(segment* s, bool idle) {
@@ -203,7 +229,7 @@ void segment_pool::validate(std::size_t* live_bytes, std::size_t* free_bytes,
           if (b->bin != placement::free_index::bin_of(b->size)) fail("a free block is in the wrong bin");
         }
         if (prev && !prev->live && prev->indexed && b->indexed && can_merge(prev, b) &&
-            !prev->unmerged && !b->unmerged)
+            !prev->is_listed() && !b->is_listed())
           fail("two mergeable free neighbours were left apart");
       }
       prev = b;

@@ -29,7 +29,9 @@ struct block : placement::range_node {
   queue_id queue = 0;              // live: queue it serves; free: queue that used it last
   bool live = false;               // handed out
   bool deferred = false;           // free but waiting for other queues' recorded uses
-  bool unmerged = false;           // free and listed: a neighbour could not merge with it
+  std::uint32_t unmerged_slot = kNotListed;  // place in the list of blocks left apart
+  bool is_listed() const { return unmerged_slot != kNotListed; }
+  static constexpr std::uint32_t kNotListed = ~0u;
 };
 
 struct segment {
@@ -41,6 +43,7 @@ struct segment {
   segment* next_idle = nullptr;
   bool idle = false;               // on the idle list
   bool small = false;              // belongs to the small pool
+  bool virtual_range = false;      // an arena's reserved address range, not memory
 };
 
 // The waste a reuse of `block_size` bytes for a request of `size` may leave unsplit.
@@ -62,15 +65,19 @@ class segment_pool {
   bool is_safe(const block* b) const { return b->free_serial <= safe_serial_[b->queue]; }
 
   // Hot path: the best free block usable on `queue`, split to `size`, now live.
-  block* take(std::size_t size, queue_id queue) {
+  // `previous_queue`, when given, receives the queue the free block had.
+  block* take(std::size_t size, queue_id queue, queue_id* previous_queue = nullptr) {
     placement::free_node* found = index_.find(size, [&](const placement::free_node* n) {
       const auto* b = static_cast<const block*>(n);
       return b->queue == queue || is_safe(b);
     });
     if (!found) return nullptr;
+    if (previous_queue) *previous_queue = static_cast<block*>(found)->queue;
     return carve(static_cast<block*>(found), size, queue);
   }
 
+  // An arena's address range: one free block, nothing carved.
+  void add_free_segment(address_t base, std::size_t segment_size);
   // A new segment; returns the block of `size` carved from it for `queue`.
   block* add_segment(address_t base, std::size_t segment_size, std::size_t size, queue_id queue);
   // Returns a live block; it merges with free neighbours its state allows.
@@ -109,7 +116,8 @@ class segment_pool {
   std::vector<segment*> segments_;
   segment* idle_head_ = nullptr;  // most recently idle
   segment* idle_tail_ = nullptr;  // least recently idle
-  std::vector<block*> unmerged_;  // free blocks left apart from a neighbour by queue
+  std::vector<block*> unmerged_;  // blocks left apart from a free neighbour by fence state;
+                                  // null where one merged away since
 };
 
 }  // namespace memkit::pools

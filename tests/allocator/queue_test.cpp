@@ -11,6 +11,11 @@
 namespace memkit {
 namespace {
 
+class queue_reuse : public ::testing::TestWithParam<pool_policy> {
+ protected:
+  bool segments() const { return GetParam() == pool_policy::segments; }
+};
+
 sim_options small_device() {
   sim_options o;
   o.capacity = std::size_t{64} << 20;
@@ -18,9 +23,9 @@ sim_options small_device() {
   return o;
 }
 
-TEST(queue_reuse, same_queue_reuses_at_once) {
+TEST_P(queue_reuse, same_queue_reuses_at_once) {
   sim_backend device(small_device());
-  allocator alloc(device, {.validate = true});
+  allocator alloc(device, {.policy = GetParam(), .validate = true});
   const allocation a = alloc.allocate(8 << 20, 0);
   device.submit(0);  // queued work uses a
   alloc.free(a.address);
@@ -29,15 +34,17 @@ TEST(queue_reuse, same_queue_reuses_at_once) {
   alloc.free(b.address);
 }
 
-TEST(queue_reuse, block_behind_unfinished_fence_is_not_handed_to_another_queue) {
+TEST_P(queue_reuse, block_behind_unfinished_fence_is_not_handed_to_another_queue) {
   sim_backend device(small_device());
-  allocator alloc(device, {.validate = true});
+  allocator alloc(device, {.policy = GetParam(), .validate = true});
   const allocation a = alloc.allocate(8 << 20, 0);
   const std::uint64_t work = device.submit(0);
   alloc.free(a.address);
   const allocation b = alloc.allocate(8 << 20, 1);
   EXPECT_NE(b.address, a.address);
-  EXPECT_EQ(alloc.get_statistics().backend_allocations, 2u);
+  if (segments()) {
+    EXPECT_EQ(alloc.get_statistics().backend_allocations, 2u);
+  }
   device.complete(0, work);
   const allocation c = alloc.allocate(8 << 20, 1);
   EXPECT_EQ(c.address, a.address) << "once the fence completes the block serves queue 1";
@@ -45,9 +52,9 @@ TEST(queue_reuse, block_behind_unfinished_fence_is_not_handed_to_another_queue) 
   alloc.free(c.address);
 }
 
-TEST(queue_reuse, record_use_holds_the_block_for_the_other_queue_too) {
+TEST_P(queue_reuse, record_use_holds_the_block_for_the_other_queue_too) {
   sim_backend device(small_device());
-  allocator alloc(device, {.validate = true});
+  allocator alloc(device, {.policy = GetParam(), .validate = true});
   const allocation a = alloc.allocate(8 << 20, 0);
   alloc.record_use(a.address, 1);
   const std::uint64_t work = device.submit(1);
@@ -61,9 +68,9 @@ TEST(queue_reuse, record_use_holds_the_block_for_the_other_queue_too) {
   alloc.free(c.address);
 }
 
-TEST(queue_reuse, pressure_waits_for_queued_work_then_retries) {
+TEST_P(queue_reuse, pressure_waits_for_queued_work_then_retries) {
   sim_backend device(small_device());
-  allocator alloc(device, {.validate = true});
+  allocator alloc(device, {.policy = GetParam(), .validate = true});
   const allocation a = alloc.allocate(40 << 20, 0);
   device.submit(0);
   alloc.free(a.address);
@@ -76,11 +83,11 @@ TEST(queue_reuse, pressure_waits_for_queued_work_then_retries) {
   alloc.free(b.address);
 }
 
-TEST(queue_reuse, two_queues_waiting_on_each_other_under_pressure_do_not_deadlock) {
+TEST_P(queue_reuse, two_queues_waiting_on_each_other_under_pressure_do_not_deadlock) {
   sim_options o = small_device();
   o.wait_blocks = true;  // a wait returns only when another thread completes the work
   sim_backend device(o);
-  allocator alloc(device, {.validate = true});
+  allocator alloc(device, {.policy = GetParam(), .validate = true});
   const allocation a = alloc.allocate(30 << 20, 0);
   const allocation b = alloc.allocate(30 << 20, 1);
   const std::uint64_t work0 = device.submit(0);
@@ -111,26 +118,34 @@ TEST(queue_reuse, two_queues_waiting_on_each_other_under_pressure_do_not_deadloc
   EXPECT_NE(t1.get(), 0u);
 }
 
-TEST(queue_reuse, out_of_memory_when_waiting_cannot_help) {
+TEST_P(queue_reuse, out_of_memory_when_waiting_cannot_help) {
   sim_backend device(small_device());
-  allocator alloc(device, {.validate = true});
+  allocator alloc(device, {.policy = GetParam(), .validate = true});
   const allocation a = alloc.allocate(40 << 20, 0);
   EXPECT_THROW(alloc.allocate(40 << 20, 1), out_of_memory);
   EXPECT_EQ(alloc.get_statistics().retries, 0u);
   alloc.free(a.address);
 }
 
-TEST(queue_reuse, backend_full_releases_cache_and_retries) {
+TEST_P(queue_reuse, backend_full_releases_cache_and_retries) {
   sim_options o = small_device();
   sim_backend device(o);
-  allocator alloc(device, {.memory_limit = std::size_t{1} << 30});  // limit above capacity
+  allocator alloc(device, {.policy = GetParam(), .memory_limit = std::size_t{1} << 30});  // above capacity
   const allocation a = alloc.allocate(40 << 20, 0);
+  const allocation pin = alloc.allocate(2 << 20, 0);  // a's memory cannot grow in place
   alloc.free(a.address);
   const allocation b = alloc.allocate(50 << 20, 0);  // the device has room only after a goes
-  EXPECT_EQ(alloc.get_statistics().reserved_bytes, std::size_t{50} << 20);
-  EXPECT_EQ(device.get_counters().failed_allocs, 1u);
+  EXPECT_LE(alloc.get_statistics().reserved_bytes, std::size_t{64} << 20);
+  EXPECT_EQ(alloc.get_statistics().reserved_bytes, std::size_t{52} << 20);
   alloc.free(b.address);
+  alloc.free(pin.address);
 }
+
+INSTANTIATE_TEST_SUITE_P(policies, queue_reuse,
+                         ::testing::Values(pool_policy::segments, pool_policy::arena),
+                         [](const ::testing::TestParamInfo<pool_policy>& p) {
+                           return p.param == pool_policy::segments ? "segments" : "arena";
+                         });
 
 }  // namespace
 }  // namespace memkit

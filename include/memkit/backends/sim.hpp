@@ -1,5 +1,7 @@
 // sim: a simulated discrete device. Host-side bookkeeping only: it never touches
 // the memory it hands out. Tests and trace replays run on it, deterministically.
+// With store_contents on, it also keeps what each segment holds, so transfers and
+// kernels (fill, copy) are real round trips (src/backends/sim/sim_transfer.cpp).
 #pragma once
 
 #include <array>
@@ -27,9 +29,20 @@ struct sim_options {
   // wait() on an unfinished fence: false completes it at once (the device "runs"
   // the work); true blocks until another thread calls complete().
   bool wait_blocks = false;
-  // Simulated device cost per call, in nanoseconds, for reports.
+  bool virtual_memory = true;  // offer reserve / create / map / unmap
+  // Simulated device cost per call, in nanoseconds, for reports (defaults: what
+  // each CUDA call costs on an H200, ../shared/device-costs.md).
   std::uint64_t segment_alloc_ns = 60'000;
   std::uint64_t segment_free_ns = 30'000;
+  std::uint64_t reserve_ns = 19'000;
+  std::uint64_t create_page_ns = 9'800;
+  std::uint64_t release_page_ns = 14'000;
+  std::uint64_t map_ns = 1'100;
+  std::uint64_t set_access_ns = 30'000;
+  std::uint64_t unmap_ns = 21'000;
+  // Keep the contents of every segment in host memory so transfers and kernels
+  // work; off, they throw. Off by default: replays of large traces stay cheap.
+  bool store_contents = false;
 };
 
 // Counters of every backend call.
@@ -41,7 +54,20 @@ struct sim_counters {
   std::uint64_t fence_queries = 0;
   std::size_t reserved_bytes = 0;
   std::size_t peak_reserved_bytes = 0;
-  std::uint64_t simulated_ns = 0;  // sum of the per-call costs
+  std::uint64_t ranges_reserved = 0;
+  std::uint64_t pages_created = 0;
+  std::uint64_t pages_released = 0;
+  std::uint64_t maps = 0;
+  std::uint64_t set_accesses = 0;
+  std::uint64_t unmaps = 0;
+  std::size_t page_bytes = 0;       // physical page bytes held now
+  std::size_t mapped_bytes = 0;     // bytes mapped now
+  std::uint64_t simulated_ns = 0;   // sum of the per-call costs
+  std::uint64_t copies_to_device = 0;  // transfers (store_contents only)
+  std::uint64_t copies_to_host = 0;
+  std::size_t bytes_to_device = 0;     // device bytes written by those transfers
+  std::size_t bytes_to_host = 0;       // device bytes read by them
+  std::uint64_t kernels = 0;           // fill and copy calls
 };
 
 class sim_backend final : public backend {
@@ -56,6 +82,21 @@ class sim_backend final : public backend {
   std::uint64_t get_completed(queue_id queue) const override;
   void wait(fence f) override;
   void set_wired_limit(std::size_t bytes) override;
+  address_t reserve_range(std::size_t bytes) override;
+  void release_range(address_t base, std::size_t bytes) override;
+  page_id create_page(std::size_t bytes) override;
+  void release_page(page_id page, std::size_t bytes) override;
+  void map(address_t at, page_id page, std::size_t bytes) override;
+  void set_access(address_t at, std::size_t bytes) override;
+  void unmap(address_t at, std::size_t bytes) override;
+  void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,
+                      element_conversion conversion = element_conversion::none) override;
+  void copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
+                    element_conversion conversion = element_conversion::none) override;
+  void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override;
+  void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override;
+  // The physical page mapped at a granule-aligned address, 0 if none (for tests).
+  page_id get_mapping(address_t at) const;
 
   // Test controls.
   std::uint64_t submit(queue_id queue);      // new work on the queue; returns its fence
@@ -67,6 +108,8 @@ class sim_backend final : public backend {
 
  private:
   void check_queue(queue_id queue, const char* function) const;
+  // The stored bytes [address, address + bytes) of one live segment; caller holds mutex_.
+  unsigned char* find_contents(address_t address, std::size_t bytes, const char* function);
 
   device_facts facts_;
   sim_options options_;
@@ -75,9 +118,14 @@ class sim_backend final : public backend {
   std::vector<std::uint64_t> submitted_;  // per queue
   std::vector<std::uint64_t> completed_;  // per queue
   std::map<address_t, std::size_t> segments_;
+  std::map<address_t, std::size_t> ranges_;     // reserved address ranges
+  std::map<page_id, std::size_t> pages_;        // physical pages and their bytes
+  std::map<address_t, page_id> mappings_;       // granule address -> physical page
+  page_id next_page_ = 1;
   address_t next_address_;
   std::size_t wired_limit_ = 0;
   mutable sim_counters counters_;
+  std::map<address_t, std::vector<unsigned char>> contents_;  // by segment base
 };
 
 }  // namespace memkit

@@ -15,6 +15,7 @@ sim_backend::sim_backend(sim_options options) : options_(options) {
   facts_.max_wired = options.max_wired ? options.max_wired : options.capacity;
   facts_.queue_count = options.queue_count ? options.queue_count : 1;
   facts_.unified = false;
+  facts_.virtual_memory = options.virtual_memory;
   submitted_.assign(facts_.queue_count, 0);
   completed_.assign(facts_.queue_count, 0);
   // Addresses look like a device's and never collide with host pointers in tests.
@@ -25,7 +26,8 @@ sim_backend::~sim_backend() = default;
 
 address_t sim_backend::allocate_segment(std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  if (bytes == 0 || bytes > facts_.max_buffer || counters_.reserved_bytes + bytes > facts_.capacity) {
+  if (bytes == 0 || bytes > facts_.max_buffer ||
+      counters_.reserved_bytes + counters_.page_bytes + bytes > facts_.capacity) {
     counters_.failed_allocs++;
     return 0;
   }
@@ -36,8 +38,8 @@ address_t sim_backend::allocate_segment(std::size_t bytes) {
   segments_.emplace(address, bytes);
   counters_.segment_allocs++;
   counters_.reserved_bytes += bytes;
-  if (counters_.reserved_bytes > counters_.peak_reserved_bytes)
-    counters_.peak_reserved_bytes = counters_.reserved_bytes;
+  const std::size_t held = counters_.reserved_bytes + counters_.page_bytes;
+  if (held > counters_.peak_reserved_bytes) counters_.peak_reserved_bytes = held;
   counters_.simulated_ns += options_.segment_alloc_ns;
   return address;
 }

@@ -1,0 +1,311 @@
+// The virtual-memory arena: large blocks in one reserved address range, physical
+// pages mapped only under live blocks. See vm_arena in allocator/state.hpp.
+#include <algorithm>
+#include <limits>
+
+#include "allocator/state.hpp"
+
+namespace memkit {
+
+namespace {
+using placement::page_map;
+
+std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
+  return static_cast<std::uint32_t>(offset / page_size);
+}
+}  // namespace
+
+void allocator::state::create_arena() {
+  const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
+  // Twice the device's memory in addresses: fragmentation in addresses is free.
+  std::size_t bytes = round_up(2 * facts.capacity, g);
+  address_t base = 0;
+  while (bytes >= g && (base = device.reserve_range(bytes)) == 0) bytes = round_up(bytes / 2, g);
+  if (base == 0) return;  // no addresses: large blocks use segments
+  arena = std::make_unique<vm_arena>(safe_serial.data());
+  arena->base = base;
+  arena->size = bytes;
+  arena->page_size = g;
+  arena->range.add_free_segment(base, bytes);
+}
+
+void allocator::state::destroy_arena() {
+  const std::size_t g = arena->page_size;
+  for (std::uint32_t i = 0; i < arena->pages.get_count(); ++i) {
+    const page_map::page& p = arena->pages.get(i);
+    if (!p.physical) continue;
+    device.unmap(arena->base + i * g, g);
+    device.release_page(p.physical, g);
+  }
+  device.release_range(arena->base, arena->size);
+  arena.reset();
+}
+
+bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t limit,
+                                  arena_request& r) {
+  vm_arena& a = *arena;
+  const std::size_t g = a.page_size;
+  block* b = a.range.take(size, queue, &r.previous_queue);
+  if (!b) {
+    r.shortfall = std::numeric_limits<std::size_t>::max();  // no addresses left
+    return false;
+  }
+  const std::uint32_t first = page_of(b->offset, g);
+  const std::uint32_t last = page_of(b->offset + b->size - 1, g);
+  std::size_t need = 0;
+  for (std::uint32_t i = first; i <= last; ++i) {
+    const page_map::page& p = a.pages.at(i);
+    if (p.busy) r.must_wait = true;
+    else if (!p.physical) ++need;
+  }
+  // Idle pages elsewhere, least recently used first, that this queue may take.
+  std::vector<std::uint32_t> stolen;
+  for (std::uint32_t j = a.pages.get_idle_tail(); j != page_map::kNone && stolen.size() < need;
+       j = a.pages.get(j).prev_idle) {
+    const page_map::page& p = a.pages.get(j);
+    if (j >= first && j <= last) continue;
+    if (p.queue == queue || p.free_serial <= safe_serial[p.queue]) stolen.push_back(j);
+  }
+  const std::size_t creates = need - stolen.size();
+  const std::size_t used = stats.reserved_bytes + reserving;
+  if (used + creates * g > limit) {
+    r.shortfall = used + creates * g - limit;
+    b->queue = r.previous_queue;
+    a.range.give_back(b, b->free_serial);
+    return false;
+  }
+  r.b = b;
+  r.creates = creates;
+  std::size_t k = 0;
+  for (std::uint32_t i = first; i <= last; ++i) {
+    page_map::page& p = a.pages.at(i);
+    const bool needs_page = !p.physical && !p.busy;
+    a.pages.add_user(i);
+    if (!needs_page) continue;
+    p.busy = true;
+    page_plan plan{i, 0, page_map::kNone};
+    if (k < stolen.size()) {
+      const std::uint32_t j = stolen[k++];
+      page_map::page& victim = a.pages.at(j);
+      plan.physical = victim.physical;
+      plan.stolen_from = j;
+      a.pages.unlink_idle(j);
+      victim.physical = 0;
+      a.mapped_pages--;
+      a.held_unmapped++;
+    }
+    r.pages.push_back(plan);
+  }
+  reserving += creates * g;
+  return true;
+}
+
+bool allocator::state::arena_map(arena_request& r) {
+  const std::size_t g = arena->page_size;
+  const address_t base = arena->base;
+  for (const page_plan& p : r.pages) {
+    if (p.stolen_from != page_map::kNone) device.unmap(base + p.stolen_from * g, g);
+  }
+  for (page_plan& p : r.pages) {
+    if (p.physical) continue;
+    p.physical = device.create_page(g);
+    if (!p.physical) return false;
+  }
+  std::size_t run_start = 0;
+  for (std::size_t k = 0; k < r.pages.size(); ++k) {
+    device.map(base + r.pages[k].index * g, r.pages[k].physical, g);
+    const bool run_ends =
+        k + 1 == r.pages.size() || r.pages[k + 1].index != r.pages[k].index + 1;
+    if (run_ends) {
+      device.set_access(base + r.pages[run_start].index * g,
+                        (r.pages[k].index - r.pages[run_start].index + 1) * g);
+      run_start = k + 1;
+    }
+  }
+  return true;
+}
+
+void allocator::state::arena_finish(arena_request& r, bool mapped,
+                                    std::vector<page_plan>& to_release) {
+  vm_arena& a = *arena;
+  const std::size_t g = a.page_size;
+  reserving -= r.creates * g;
+  std::size_t stolen = 0;
+  std::size_t created = 0;
+  for (const page_plan& p : r.pages) {
+    if (p.stolen_from != page_map::kNone) ++stolen;
+    else if (p.physical) ++created;
+  }
+  a.held_unmapped -= stolen;
+  stats.unmaps += stolen;
+  if (mapped) {
+    for (const page_plan& p : r.pages) {
+      page_map::page& page = a.pages.at(p.index);
+      page.physical = p.physical;
+      page.busy = false;
+    }
+    a.mapped_pages += r.pages.size();
+    stats.maps += r.pages.size();
+    stats.backend_allocations += created;
+    stats.reserved_bytes += created * g;
+    stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
+  } else {
+    // The pages already in hand (stolen, or created before the backend ran out)
+    // go back to the device: the caller releases them without the lock.
+    stats.reserved_bytes -= stolen * g;
+    stats.backend_frees += stolen;
+    for (const page_plan& p : r.pages) {
+      a.pages.at(p.index).busy = false;
+      if (p.physical) to_release.push_back({p.index, p.physical, page_map::kNone});
+    }
+    arena_cancel(r);
+  }
+  stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+  pages_mapped.notify_all();
+}
+
+void allocator::state::arena_cancel(arena_request& r) {
+  vm_arena& a = *arena;
+  const std::size_t g = a.page_size;
+  block* b = r.b;
+  const std::uint32_t first = page_of(b->offset, g);
+  const std::uint32_t last = page_of(b->offset + b->size - 1, g);
+  b->queue = r.previous_queue;
+  const std::uint64_t serial = b->free_serial;
+  a.range.give_back(b, serial);
+  for (std::uint32_t i = first; i <= last; ++i) a.pages.remove_user(i, r.previous_queue, serial);
+  r.b = nullptr;
+}
+
+void allocator::state::arena_abandon(arena_request& r) {
+  vm_arena& a = *arena;
+  reserving -= r.creates * a.page_size;
+  for (const page_plan& p : r.pages) {
+    a.pages.at(p.index).busy = false;
+    if (p.stolen_from == page_map::kNone) continue;
+    page_map::page& victim = a.pages.at(p.stolen_from);
+    victim.physical = p.physical;
+    a.pages.link_idle(p.stolen_from);
+    a.mapped_pages++;
+    a.held_unmapped--;
+  }
+  arena_cancel(r);
+}
+
+void allocator::state::arena_free(block* b, std::uint64_t serial) {
+  vm_arena& a = *arena;
+  const std::size_t g = a.page_size;
+  const std::uint32_t first = page_of(b->offset, g);
+  const std::uint32_t last = page_of(b->offset + b->size - 1, g);
+  const queue_id queue = b->queue;
+  if (b->deferred) a.range.release_deferred(b);
+  else a.range.give_back(b, serial);
+  for (std::uint32_t i = first; i <= last; ++i) a.pages.remove_user(i, queue, serial);
+}
+
+std::size_t allocator::state::calculate_arena_releasable() const {
+  if (!arena) return 0;
+  std::size_t pages = 0;
+  for (std::uint32_t j = arena->pages.get_idle_tail(); j != page_map::kNone;
+       j = arena->pages.get(j).prev_idle) {
+    const page_map::page& p = arena->pages.get(j);
+    if (p.free_serial <= safe_serial[p.queue]) ++pages;
+  }
+  return pages * arena->page_size;
+}
+
+void allocator::state::release_idle_pages(std::size_t target_reserved,
+                                          std::vector<page_plan>& out) {
+  if (!arena) return;
+  vm_arena& a = *arena;
+  const std::size_t g = a.page_size;
+  for (std::uint32_t j = a.pages.get_idle_tail();
+       j != page_map::kNone && stats.reserved_bytes > target_reserved;) {
+    page_map::page& p = a.pages.at(j);
+    const std::uint32_t newer = p.prev_idle;
+    if (p.free_serial <= safe_serial[p.queue]) {
+      out.push_back({j, p.physical, j});
+      a.pages.unlink_idle(j);
+      p.physical = 0;
+      a.mapped_pages--;
+      stats.reserved_bytes -= g;
+      stats.backend_frees++;
+      stats.unmaps++;
+    }
+    j = newer;
+  }
+  stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+}
+
+void allocator::state::give_back_pages(const std::vector<page_plan>& pages) {
+  if (pages.empty()) return;
+  const std::size_t g = arena->page_size;
+  for (const page_plan& p : pages) {
+    if (p.stolen_from != page_map::kNone) device.unmap(arena->base + p.stolen_from * g, g);
+    device.release_page(p.physical, g);
+  }
+}
+
+void allocator::state::validate_arena_locked() const {
+  if (!arena) return;
+  const vm_arena& a = *arena;
+  const std::size_t g = a.page_size;
+  auto check = [](bool ok, const char* what) {
+    if (!ok) throw invariant_violation(std::string("[memkit::validate] arena: ") + what);
+  };
+  std::vector<std::uint32_t> users(a.pages.get_count(), 0);
+  for (const block* b = a.range.get_segments().front()->first; b;
+       b = static_cast<const block*>(b->next_range)) {
+    if (!b->live && !b->deferred) continue;
+    const std::uint32_t first = page_of(b->offset, g);
+    const std::uint32_t last = page_of(b->offset + b->size - 1, g);
+    check(last < users.size(), "a live block lies beyond the page map");
+    for (std::uint32_t i = first; i <= last; ++i) users[i]++;
+  }
+  std::size_t mapped = 0, idle = 0;
+  std::vector<std::uint64_t> physical;
+  for (std::uint32_t i = 0; i < a.pages.get_count(); ++i) {
+    const page_map::page& p = a.pages.get(i);
+    check(p.users == users[i], "a page's user count differs from the live blocks on it");
+    check(p.users == 0 || p.physical || p.busy, "a live byte is not mapped");
+    check(p.idle == (p.physical && p.users == 0), "a page's idle mark is wrong");
+    if (p.physical) {
+      ++mapped;
+      physical.push_back(p.physical);
+    }
+    idle += p.idle;
+  }
+  std::sort(physical.begin(), physical.end());
+  check(std::adjacent_find(physical.begin(), physical.end()) == physical.end(),
+        "one physical page is mapped twice: two blocks would share a byte");
+  check(mapped == a.mapped_pages, "the mapped-page count is wrong");
+  check(idle == a.pages.get_idle_count(), "the idle list's length is wrong");
+}
+
+void allocator::state::add_arena_views(std::vector<segment_view>& views) const {
+  if (!arena) return;
+  const vm_arena& a = *arena;
+  const std::size_t g = a.page_size;
+  // One view per run of mapped pages, with the blocks that lie on it.
+  const block* b = a.range.get_segments().front()->first;
+  for (std::uint32_t i = 0; i < a.pages.get_count();) {
+    if (!a.pages.get(i).physical) {
+      ++i;
+      continue;
+    }
+    std::uint32_t end = i;
+    while (end < a.pages.get_count() && a.pages.get(end).physical) ++end;
+    segment_view v{a.base + i * g, (end - i) * g, false, {}};
+    const std::size_t lo = i * g, hi = end * g;
+    while (b && b->offset + b->size <= lo) b = static_cast<const block*>(b->next_range);
+    for (const block* x = b; x && x->offset < hi; x = static_cast<const block*>(x->next_range)) {
+      const std::size_t from = std::max<std::size_t>(x->offset, lo);
+      const std::size_t to = std::min<std::size_t>(x->offset + x->size, hi);
+      v.blocks.push_back({from - lo, to - from, x->live ? x->requested : 0, x->live});
+    }
+    views.push_back(std::move(v));
+    i = end;
+  }
+}
+
+}  // namespace memkit

@@ -1,0 +1,165 @@
+// The allocator's private state, shared by its source files. The design and its
+// invariants are described once, in include/memkit/allocator.hpp.
+#pragma once
+
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "memkit/allocator.hpp"
+#include "placement/page_map.hpp"
+#include "pools/address_map.hpp"
+#include "pools/segment_pool.hpp"
+
+namespace memkit {
+
+using pools::block;
+using pools::segment;
+using pools::segment_pool;
+
+inline std::size_t round_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
+
+inline std::string hex(address_t a) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
+  return buf;
+}
+
+// Fences recorded on one queue, to learn when blocks freed there are safe everywhere.
+struct queue_record {
+  std::uint64_t serial;  // every block freed on the queue with free_serial <= serial ...
+  std::uint64_t value;   // ... is safe once this fence completes
+};
+struct queue_state {
+  std::uint64_t last_free_serial = 0;  // latest free touching this queue
+  std::deque<queue_record> records;    // outstanding fences, oldest first
+};
+
+// A freed block that other queues used too (record_use): reusable once every
+// queue in `queues` is safe past `serial`.
+struct deferred_block {
+  block* b;
+  std::vector<queue_id> queues;
+  std::uint64_t serial;
+};
+
+struct released_segment {
+  address_t base;
+  std::size_t size;
+};
+
+// The virtual-memory arena: large blocks are placed in one reserved address range
+// (`range`, a pool with a single segment) and physical pages are mapped only
+// under live blocks. A page stays mapped when its last block is freed (idle) and
+// is unmapped only when its physical page is needed elsewhere or released.
+//   reserved pages == mapped pages + pages being mapped
+//   users(page) == live blocks touching the page;  users > 0 => mapped or busy
+struct vm_arena {
+  vm_arena(const std::uint64_t* safe_serial) : range(false, safe_serial) {}
+  segment_pool range;           // placement of blocks in the address range
+  placement::page_map pages;    // one entry per granule of the range
+  address_t base = 0;           // start of the reserved range
+  std::size_t size = 0;         // bytes of the range
+  std::size_t page_size = 0;    // the backend's granularity
+  std::size_t mapped_pages = 0; // pages with a physical page mapped now
+  std::size_t held_unmapped = 0;  // stolen pages between unmap and map (still reserved)
+};
+
+// One page to map under a new block: where, and which physical page.
+struct page_plan {
+  std::uint32_t index;      // page of the arena
+  page_id physical;         // 0: create one
+  std::uint32_t stolen_from = placement::page_map::kNone;  // idle page to unmap first
+};
+
+struct allocator::state {
+  state(backend& b, const allocator_options& options);
+
+  backend& device;
+  device_facts facts;                       // copied once: the hot path reads it lock-free
+  mutable std::mutex mutex;                 // guards everything below
+  std::condition_variable pages_mapped;     // signalled when busy pages finish mapping
+  std::vector<std::uint64_t> safe_serial;   // per queue: frees up to here are safe everywhere
+  std::vector<queue_state> queues;          // per queue: fences recorded, latest free
+  segment_pool small;                       // requests <= 1 MiB
+  segment_pool large;                       // larger requests, policy segments
+  std::unique_ptr<vm_arena> arena;          // larger requests, policy arena
+  pools::address_map<block> live;           // live blocks by address
+  std::unordered_map<block*, std::vector<queue_id>> extra_uses;  // record_use
+  std::vector<deferred_block> deferred;     // freed blocks waiting on other queues
+  statistics stats;                         // the cheap counters
+  std::size_t memory_limit = 0;
+  std::size_t cache_limit = 0;
+  std::size_t wired_limit = 0;
+  std::size_t reserving = 0;                // bytes being allocated outside the lock
+  std::uint64_t free_serial = 0;            // frees so far
+  bool validating = false;
+
+  segment_pool& pool_for(std::size_t size) { return size <= pools::kSmallRequest ? small : large; }
+  segment_pool& owner_pool(const block* b) {
+    return b->owner->small ? small : b->owner->virtual_range ? arena->range : large;
+  }
+  bool uses_arena(std::size_t size) const { return arena && size > pools::kSmallRequest; }
+  std::size_t segment_size_for(std::size_t size) const;
+
+  allocation on_allocated(block* b, std::size_t bytes, bool hit);
+  allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue);
+  void refresh_fences();
+  bool wait_for_queued_work();
+  bool has_unsafe_blocks() const;
+  std::size_t calculate_releasable() const;
+  // Cached memory to give back: whole idle segments and idle arena pages.
+  struct released_memory {
+    std::vector<released_segment> segments;
+    std::vector<page_plan> pages;
+  };
+  // Under the lock: takes cached memory out, least recently used first, until
+  // reserved bytes are at most `target_reserved`.
+  void release_until(std::size_t target_reserved, released_memory& out);
+  // Without the lock: hands it to the backend.
+  void give_back(const released_memory& released);
+  void trim_cache();
+  void release_deferred_locked();
+  void validate_locked() const;
+  statistics recount_locked() const;
+  [[noreturn]] void throw_out_of_memory(std::size_t bytes, queue_id queue);
+
+  // Arena (allocator/arena.cpp).
+  struct arena_request {
+    block* b = nullptr;              // the block placed in the range
+    queue_id previous_queue = 0;     // the queue its free range had
+    std::vector<page_plan> pages;    // pages to map under it
+    std::size_t creates = 0;         // physical pages to create
+    std::size_t shortfall = 0;       // bytes over the limit, when it failed
+    bool must_wait = false;          // another thread is mapping one of its pages
+  };
+  void create_arena();
+  void destroy_arena();
+  // Under the lock: places a block and plans its pages (stealing idle pages,
+  // least recently used first, before creating any) within `limit`. On failure
+  // changes nothing and sets shortfall.
+  bool arena_take(std::size_t size, queue_id queue, std::size_t limit, arena_request& r);
+  // Without the lock: unmaps stolen pages, creates and maps the rest. False when
+  // the backend had no room for a new page.
+  bool arena_map(arena_request& r);
+  // Under the lock: records the mapping, or undoes the request when mapping failed
+  // (the physical pages in hand go to `to_release`, for give_back_pages).
+  void arena_finish(arena_request& r, bool mapped, std::vector<page_plan>& to_release);
+  // Under the lock: gives the block back and drops its pages' users.
+  void arena_cancel(arena_request& r);
+  // Under the lock: undoes a plan before any backend call was made.
+  void arena_abandon(arena_request& r);
+  void arena_free(block* b, std::uint64_t serial);
+  std::size_t calculate_arena_releasable() const;
+  // Under the lock: takes idle pages out (LRU first) until reserved <= target.
+  void release_idle_pages(std::size_t target_reserved, std::vector<page_plan>& out);
+  void give_back_pages(const std::vector<page_plan>& pages);
+  void validate_arena_locked() const;
+  void add_arena_views(std::vector<segment_view>& views) const;
+};
+
+}  // namespace memkit
