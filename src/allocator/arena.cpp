@@ -27,6 +27,7 @@ void allocator::state::create_arena() {
   arena->size = bytes;
   arena->page_size = g;
   arena->range.add_free_segment(base, bytes);
+  arena->range.set_page_size(g);
 }
 
 void allocator::state::destroy_arena() {

@@ -22,19 +22,39 @@ block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   index_.remove(b);
   if (!may_leave_unsplit(b->size, size, small_)) {
     block* rest = blocks_.make();
-    placement::split(b, size, rest);
     rest->owner = b->owner;
     rest->queue = b->queue;
     rest->free_serial = b->free_serial;
-    index_.insert(rest);
-    auto* upper = static_cast<block*>(rest->next_range);
-    if (upper && upper->indexed) list_unmerged(rest);  // it stays apart from upper
+    if (place_high(b, size)) {
+      placement::split(b, b->size - size, rest);  // b keeps the free low part
+      if (b->is_listed()) list_unmerged(rest);
+      std::swap(b, rest);
+      index_.insert(rest);
+    } else {
+      placement::split(b, size, rest);
+      index_.insert(rest);
+      auto* upper = static_cast<block*>(rest->next_range);
+      if (upper && upper->indexed) list_unmerged(rest);  // it stays apart from upper
+    }
   }
   b->live = true;
   b->queue = queue;
   segment* s = b->owner;
   if (s->live_blocks++ == 0) set_idle(s, false);
   return b;
+}
+
+bool segment_pool::place_high(const block* b, std::size_t size) const {
+  // With pages, a block placed against a live neighbour shares that neighbour's
+  // partly used page: take the high end when only the high neighbour offers one.
+  if (!page_size_) return false;
+  const auto* lower = static_cast<const block*>(b->prev_range);
+  const auto* upper = static_cast<const block*>(b->next_range);
+  const std::uint64_t top = b->offset + b->size;
+  const bool low_shares = lower && lower->live && b->offset % page_size_;
+  const bool high_shares = upper && upper->live && top % page_size_;
+  (void)size;
+  return high_shares && !low_shares;
 }
 
 void segment_pool::add_free_segment(address_t base, std::size_t segment_size) {

@@ -96,6 +96,9 @@ class segment_pool {
   std::size_t calculate_largest_free() const { return index_.calculate_largest(); }
   const std::vector<segment*>& get_segments() const { return segments_; }
   bool is_small() const { return small_; }
+  // Pages the pool's memory is mapped in (an arena): placement then favours
+  // sharing partly used pages. 0: no pages.
+  void set_page_size(std::size_t bytes) { page_size_ = bytes; }
   std::uint64_t get_free_count() const { return index_.get_count(); }
   // Checks the pool's invariants; throws invariant_violation naming the first broken one.
   void validate(std::size_t* live_bytes, std::size_t* free_bytes, std::size_t* live_blocks,
@@ -103,6 +106,7 @@ class segment_pool {
 
  private:
   block* carve(block* b, std::size_t size, queue_id queue);
+  bool place_high(const block* b, std::size_t size) const;
   bool can_merge(const block* lower, const block* upper) const;
   block* merge(block* lower, block* upper);  // both free and out of the index
   void list_unmerged(block* b);
@@ -110,6 +114,7 @@ class segment_pool {
   void set_idle(segment* s, bool idle);
 
   bool small_;
+  std::size_t page_size_ = 0;
   const std::uint64_t* safe_serial_;
   placement::free_index index_;
   node_pool<block> blocks_;

@@ -121,6 +121,7 @@ class sim_backend final : public backend {
   std::map<address_t, std::size_t> ranges_;     // reserved address ranges
   std::map<page_id, std::size_t> pages_;        // physical pages and their bytes
   std::map<address_t, page_id> mappings_;       // granule address -> physical page
+  std::map<page_id, std::size_t> mapped_pages_; // physical page -> granules mapping it
   page_id next_page_ = 1;
   address_t next_address_;
   std::size_t wired_limit_ = 0;

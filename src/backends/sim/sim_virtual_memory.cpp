@@ -56,9 +56,7 @@ void sim_backend::release_page(page_id page, std::size_t bytes) {
   std::lock_guard lock(mutex_);
   auto it = pages_.find(page);
   if (it == pages_.end() || it->second != bytes) refuse("release_page", "no such page");
-  for (const auto& [at, mapped] : mappings_) {
-    if (mapped == page) refuse("release_page", "the page is still mapped");
-  }
+  if (mapped_pages_.count(page)) refuse("release_page", "the page is still mapped");
   pages_.erase(it);
   counters_.pages_released++;
   counters_.page_bytes -= bytes;
@@ -75,6 +73,7 @@ void sim_backend::map(address_t at, page_id page, std::size_t bytes) {
     refuse("map", "the address is outside every reserved range or unaligned");
   for (std::size_t off = 0; off < bytes; off += g) {
     if (!mappings_.emplace(at + off, page).second) refuse("map", "the address is already mapped");
+    mapped_pages_[page]++;
   }
   counters_.maps++;
   counters_.mapped_bytes += bytes;
@@ -93,7 +92,10 @@ void sim_backend::set_access(address_t at, std::size_t bytes) {
 void sim_backend::unmap(address_t at, std::size_t bytes) {
   std::lock_guard lock(mutex_);
   for (std::size_t off = 0; off < bytes; off += facts_.granularity) {
-    if (!mappings_.erase(at + off)) refuse("unmap", "the address is not mapped");
+    auto it = mappings_.find(at + off);
+    if (it == mappings_.end()) refuse("unmap", "the address is not mapped");
+    if (--mapped_pages_[it->second] == 0) mapped_pages_.erase(it->second);
+    mappings_.erase(it);
   }
   counters_.unmaps++;
   counters_.mapped_bytes -= bytes;
