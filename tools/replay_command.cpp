@@ -29,6 +29,7 @@ using memkit::trace::backend_kind;
 struct replay_settings {
   std::vector<std::string> paths;
   std::string backend_name = "sim";
+  std::string policy_name = "automatic";
   std::string capacity_text = "1TiB";
   std::string granularity_text = "2MiB";
   bool min_capacity = false;
@@ -143,6 +144,7 @@ nlohmann::json to_json(const trace::report_section& section, const replay_settin
   out["path"] = trace.path;
   out["format"] = std::string(trace::to_string(trace.source_format));
   out["backend"] = settings.backend_name;
+  out["policy"] = settings.policy_name;
   if (section.options.device == backend_kind::sim) {
     out["capacity_bytes"] = section.options.capacity;
     out["granularity_bytes"] = section.options.granularity;
@@ -161,7 +163,12 @@ nlohmann::json to_json(const trace::report_section& section, const replay_settin
   out["reserved_over_live"] = ratio(result.peak_reserved_bytes, result.peak_live_bytes);
   out["backend_allocs"] = result.backend_allocs;
   out["backend_frees"] = result.backend_frees;
+  out["maps"] = result.maps;
+  out["unmaps"] = result.unmaps;
   out["ns_per_event"] = result.ns_per_event;
+  if (section.options.device == backend_kind::sim) {
+    out["simulated_backend_ns"] = result.simulated_backend_ns;
+  }
   out["replay_ns"] = result.loop_ns;
   if (section.min_capacity) {
     out["min_capacity_bytes"] = section.min_capacity->min_capacity_bytes;
@@ -199,6 +206,14 @@ void print_table(const trace::report_section& section) {
   line("events", std::to_string(result.events) + " (" + std::to_string(result.allocations) +
                      " allocations, " + std::to_string(trace.streams.size()) + " stream" +
                      (trace.streams.size() == 1 ? "" : "s") + ")");
+  const char* policy = section.options.policy == pool_policy::segments ? "segments"
+                       : section.options.policy == pool_policy::arena  ? "arena"
+                                                                       : "automatic";
+  line("device", (section.options.device == backend_kind::sim
+                      ? "sim, capacity " + mib(section.options.capacity) + ", granularity " +
+                            mib(section.options.granularity)
+                      : std::string("cpu (host memory)")) +
+                     ", policy " + policy);
   if (!result.completed) {
     line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
     line("", result.failure);
@@ -209,8 +224,12 @@ void print_table(const trace::report_section& section) {
     line("min capacity", times_live(section.min_capacity->min_capacity_bytes) + "  (" +
                              std::to_string(section.min_capacity->probes) + " replays)");
   }
-  line("backend calls", std::to_string(result.backend_allocs) + " allocs, " +
-                            std::to_string(result.backend_frees) + " frees");
+  line("backend calls",
+       std::to_string(result.backend_allocs) + " allocs, " + std::to_string(result.backend_frees) +
+           " frees" +
+           (result.maps + result.unmaps > 0 ? ", " + std::to_string(result.maps) + " maps, " +
+                                                  std::to_string(result.unmaps) + " unmaps"
+                                            : std::string()));
   char cost[96];
   std::snprintf(cost, sizeof cost, "%.0f ns/event (%.2f ms for the replay loop)",
                 result.ns_per_event, static_cast<double>(result.loop_ns) / 1e6);
@@ -233,6 +252,9 @@ void run_replay(const replay_settings& settings) {
   options.capacity = parse_size(settings.capacity_text, "--capacity");
   options.granularity = parse_size(settings.granularity_text, "--granularity");
   options.validate = settings.validate;
+  options.policy = settings.policy_name == "segments" ? pool_policy::segments
+                   : settings.policy_name == "arena"  ? pool_policy::arena
+                                                      : pool_policy::automatic;
 
   // Read every trace first: a bad one stops the run before any replay starts.
   std::vector<std::unique_ptr<trace::trace_data>> traces;
@@ -310,6 +332,12 @@ void add_replay_command(CLI::App& app) {
   command->add_option("traces", settings->paths, "trace files (gzip or plain)")->required();
   command->add_option("--backend", settings->backend_name, "sim (simulated device) or cpu")
       ->check(CLI::IsMember({"sim", "cpu"}))
+      ->capture_default_str();
+  command
+      ->add_option("--policy", settings->policy_name,
+                   "where large blocks live: automatic (arena where the device has virtual "
+                   "memory), segments or arena")
+      ->check(CLI::IsMember({"automatic", "segments", "arena"}))
       ->capture_default_str();
   command
       ->add_option("--capacity", settings->capacity_text,

@@ -28,6 +28,7 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
   replay_setup setup;
   allocator_options allocator_settings;
   allocator_settings.validate = options.validate;
+  allocator_settings.policy = options.policy;
   if (options.device == backend_kind::sim) {
     sim_options sim_settings;
     sim_settings.capacity = options.capacity;
@@ -122,6 +123,11 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   result.peak_active_bytes = result.final_statistics.peak_active_bytes;
   result.backend_allocs = result.final_statistics.backend_allocations;
   result.backend_frees = result.final_statistics.backend_frees;
+  result.maps = result.final_statistics.maps;
+  result.unmaps = result.final_statistics.unmaps;
+  if (const auto* sim = dynamic_cast<const sim_backend*>(setup.device.get())) {
+    result.simulated_backend_ns = sim->get_counters().simulated_ns;
+  }
   return result;
 }
 

@@ -24,6 +24,7 @@ struct replay_options {
   backend_kind device = backend_kind::sim;
   std::size_t capacity = std::size_t{1} << 40;     // sim only; also the memory limit
   std::size_t granularity = std::size_t{2} << 20;  // sim only
+  pool_policy policy = pool_policy::automatic;     // where large blocks live
   bool validate = false;  // check the allocator's invariants after every operation
   // Called every few thousand events with (events done, events in all).
   std::function<void(std::uint64_t, std::uint64_t)> progress;
@@ -40,7 +41,10 @@ struct replay_result {
   std::size_t peak_active_bytes = 0;
   std::uint64_t backend_allocs = 0;
   std::uint64_t backend_frees = 0;
-  std::uint64_t loop_ns = 0;  // wall time of the replay loop only
+  std::uint64_t maps = 0;                  // pages mapped (arena)
+  std::uint64_t unmaps = 0;                // pages unmapped (arena)
+  std::uint64_t simulated_backend_ns = 0;  // sim only: the device's modelled cost of those calls
+  std::uint64_t loop_ns = 0;               // wall time of the replay loop only
   double ns_per_event = 0;
   statistics final_statistics;
 };
