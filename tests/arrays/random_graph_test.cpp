@@ -1,0 +1,120 @@
+// Property tests over thousands of random kernel graphs: with deferred binding
+// under the WebGPU rule no dispatch breaks the usage-scope rule; the same graphs
+// placed without the rule (a plain sub-allocator sharing buffers) break it, so
+// the check can fail. Also exports plans for integrations/webgpu when asked.
+#include "arrays/random_graph.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "memkit/arrays/plan.hpp"
+#include "memkit/arrays/usage_scope.hpp"
+#include "memkit/memkit.hpp"
+
+namespace memkit::arrays {
+namespace {
+
+struct graph_run {
+  std::size_t dispatches = 0;
+  std::size_t violations = 0;
+  std::size_t violating_graphs = 0;
+};
+
+graph_run run_graphs(aliasing_rule rule, std::uint64_t first_seed, std::size_t graphs,
+                     const testing::graph_options& options, std::size_t buffer_bytes) {
+  graph_run total;
+  for (std::size_t g = 0; g < graphs; ++g) {
+    sim_backend device;
+    allocator memory(device);
+    context arrays(memory, {.rule = rule, .buffer_bytes = buffer_bytes});
+    std::size_t violations = 0;
+    encoder work(arrays, [&](const batch& b) {
+      total.dispatches += b.dispatches.size();
+      violations += check_usage_scope(std::span<const dispatch_record>(b.dispatches)).size();
+      return device.submit(0);
+    });
+    {
+      std::vector<handle> results =
+          testing::run_random_graph(first_seed + g, arrays, work, options);
+      EXPECT_LE(arrays.get_statistics().requested_bytes, arrays.get_statistics().live_bytes);
+    }
+    // Every handle gone: every byte is back.
+    EXPECT_EQ(arrays.get_statistics().live_bytes, 0u) << "seed " << first_seed + g;
+    total.violations += violations;
+    total.violating_graphs += violations > 0;
+  }
+  return total;
+}
+
+testing::graph_options small_graphs() {
+  testing::graph_options o;
+  o.shapes = {16, 64, 1000, 4096, 16384, 65536};
+  o.max_steps = 80;
+  return o;
+}
+
+TEST(random_graphs, deferred_binding_never_breaks_the_webgpu_rule) {
+  const graph_run run =
+      run_graphs(aliasing_rule::webgpu_usage_scope, 1, 3000, small_graphs(), std::size_t{1} << 20);
+  EXPECT_EQ(run.violations, 0u);
+  EXPECT_GT(run.dispatches, 3000u * 20u);
+}
+
+TEST(random_graphs, large_tensors_and_dedicated_buffers_keep_the_rule) {
+  const graph_run run = run_graphs(aliasing_rule::webgpu_usage_scope, 100000, 500,
+                                   testing::graph_options{}, std::size_t{16} << 20);
+  EXPECT_EQ(run.violations, 0u);
+}
+
+TEST(random_graphs, a_plain_sub_allocator_breaks_the_rule_on_the_same_graphs) {
+  const graph_run run =
+      run_graphs(aliasing_rule::none, 1, 3000, small_graphs(), std::size_t{1} << 20);
+  EXPECT_GT(run.violations, 0u);
+  EXPECT_GT(run.violating_graphs, 3000u / 2) << "most graphs would fail on WebGPU";
+}
+
+TEST(random_graphs, one_buffer_per_tensor_never_breaks_the_rule) {
+  testing::graph_options o = small_graphs();
+  std::size_t violations = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    sim_backend device;
+    allocator memory(device);
+    context arrays(memory, {.rule = aliasing_rule::webgpu_usage_scope, .buffer_per_tensor = true});
+    encoder work(arrays, [&](const batch& b) {
+      violations += check_usage_scope(std::span<const dispatch_record>(b.dispatches)).size();
+      return device.submit(0);
+    });
+    testing::run_random_graph(seed, arrays, work, o);
+  }
+  EXPECT_EQ(violations, 0u);
+}
+
+// Writes plans for integrations/webgpu: MEMKIT_WEBGPU_PLANS=dir.
+TEST(random_graphs, export_plans_for_webgpu) {
+  const char* dir = std::getenv("MEMKIT_WEBGPU_PLANS");
+  if (!dir) GTEST_SKIP() << "set MEMKIT_WEBGPU_PLANS=dir to write plans for integrations/webgpu";
+  testing::graph_options o;
+  o.shapes = {16, 64, 1000, 4096, 16384, 65536};
+  o.max_steps = 60;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    for (aliasing_rule rule : {aliasing_rule::webgpu_usage_scope, aliasing_rule::none}) {
+      sim_backend device;
+      allocator memory(device);
+      context arrays(memory, {.rule = rule, .buffer_bytes = std::size_t{1} << 20});
+      std::vector<batch> batches;
+      encoder work(arrays, [&](const batch& b) {
+        batches.push_back(b);
+        return device.submit(0);
+      });
+      const std::vector<handle> results = testing::run_random_graph(seed, arrays, work, o);
+      const std::string name = std::string(dir) + "/graph" + std::to_string(seed) + "_" +
+                               (rule == aliasing_rule::none ? "naive" : "deferred") + ".json";
+      std::ofstream(name) << export_plan(arrays, batches, results);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memkit::arrays
