@@ -1,0 +1,88 @@
+// Model-based random test: long random call sequences on a sim device, checked
+// call by call against the reference model (tests/reliability/reference_model.hpp).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <tuple>
+
+#include "reliability/reference_model.hpp"
+
+namespace memkit::reliability {
+namespace {
+
+sim_options model_device() {
+  sim_options o;
+  o.capacity = std::size_t{64} << 20;
+  o.queue_count = 3;
+  return o;
+}
+
+class model_test
+    : public ::testing::TestWithParam<std::tuple<std::uint64_t, pool_policy>> {};
+
+TEST_P(model_test, random_calls_agree_with_the_reference_model) {
+  sim_backend device(model_device());
+  fault_injection_adaptor faults(device);
+  allocator_options options;
+  options.policy = std::get<1>(GetParam());
+  options.validate = true;
+  allocator alloc(faults, options);
+  api_driver driver(device, faults, alloc);
+  std::mt19937_64 rng(std::get<0>(GetParam()));
+  try {
+    for (int i = 0; i < 20000; ++i) run_random_call(driver, rng, device.get_facts());
+    driver.drain();
+  } catch (const std::exception& e) {
+    FAIL() << "seed " << std::get<0>(GetParam()) << ": " << e.what();
+  }
+  const driver_counts& c = driver.get_counts();
+  EXPECT_GT(c.allocations, 1000u);
+  EXPECT_GT(c.invalid_argument, 0u) << "bad calls were tried and rejected";
+  RecordProperty("operations", std::to_string(c.operations));
+}
+
+INSTANTIATE_TEST_SUITE_P(seeds, model_test,
+                         ::testing::Combine(::testing::Values(1, 2, 3),
+                                            ::testing::Values(pool_policy::segments,
+                                                              pool_policy::arena)));
+
+TEST(model_test_oom, out_of_memory_with_nothing_live_never_happens_when_the_limit_allows) {
+  sim_backend device(model_device());
+  fault_injection_adaptor faults(device);
+  allocator alloc(faults, {.validate = true});
+  api_driver driver(device, faults, alloc);
+  // Fill the cache with blocks freed behind unfinished work on every queue, then
+  // ask for one segment that needs all of it back.
+  for (queue_id q = 0; q < 3; ++q) {
+    const address_t a = driver.allocate(std::size_t{16} << 20, q);
+    ASSERT_NE(a, 0u);
+    driver.submit(q);
+    driver.record_use(a, (q + 1) % 3);
+    driver.submit((q + 1) % 3);
+    driver.free(a);
+  }
+  EXPECT_NE(driver.allocate(std::size_t{60} << 20, 0), 0u);
+  driver.drain();
+}
+
+// KNOWN BUG, found by the model test (seed 1, segments policy): after 8483 random
+// calls, freeing every block, completing all work and clear_cache(), small segments
+// stay reserved with two free blocks that never merge, so they can never be given
+// back (not by clear_cache, not under pressure). Run with
+// --gtest_also_run_disabled_tests to see it fail.
+TEST(known_bug, DISABLED_free_neighbours_stay_unmerged_and_strand_their_segment) {
+  sim_backend device(model_device());
+  fault_injection_adaptor faults(device);
+  allocator_options options;
+  options.policy = pool_policy::segments;
+  options.validate = true;
+  allocator alloc(faults, options);
+  api_driver driver(device, faults, alloc);
+  driver.tolerate_stranded = false;
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 8483; ++i) run_random_call(driver, rng, device.get_facts());
+  EXPECT_NO_THROW(driver.drain());
+}
+
+}  // namespace
+}  // namespace memkit::reliability
