@@ -32,8 +32,9 @@ unsigned char* sim_backend::find_contents(address_t address, std::size_t bytes,
     // Segments are made and freed in sim_backend.cpp; drop the contents of freed ones
     // here, when a new segment is first touched (addresses are never reused).
     std::erase_if(contents_, [&](const auto& entry) { return !segments_.contains(entry.first); });
-    stored = contents_.emplace(segment->first, std::vector<unsigned char>(segment->second, kUnwritten))
-                 .first;
+    stored =
+        contents_.emplace(segment->first, std::vector<unsigned char>(segment->second, kUnwritten))
+            .first;
   }
   return stored->second.data() + (address - segment->first);
 }
