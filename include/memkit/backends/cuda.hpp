@@ -1,0 +1,116 @@
+// cuda: an NVIDIA GPU through the CUDA runtime and driver. Segments come from
+// cudaMalloc (device memory), cudaMallocManaged or pinned host memory (unified),
+// or cudaHostAlloc (pinned host staging buffers; pool them with a memkit::allocator
+// over this backend). Virtual memory is the driver's: cuMemAddressReserve,
+// cuMemCreate, cuMemMap + cuMemSetAccess, cuMemUnmap, cuMemRelease.
+//
+// Queues are streams: queue 0 is the legacy default stream, other streams get a
+// queue the first time get_queue sees them. Fences are CUDA events taken from a
+// pool, recorded by get_submitted; values increase per queue and complete in order.
+//
+// Only built where the CUDA toolkit is (MEMKIT_HAVE_CUDA). The driver is reached
+// through the runtime's entry points, so programs start on machines without one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "memkit/backend.hpp"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
+namespace memkit {
+
+// A CUDA call failed for a reason other than running out of memory.
+class cuda_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class cuda_memory {
+  device,       // cudaMalloc; virtual memory where the device supports it
+  unified,      // cudaMallocManaged with concurrent managed access, else pinned host
+  pinned_host,  // cudaHostAlloc: host memory the device reads and writes directly
+};
+
+struct cuda_options {
+  int device = 0;
+  cuda_memory memory = cuda_memory::device;
+  std::uint32_t queue_count = 32;  // stream slots, the legacy default stream included
+};
+
+// Counters of the calls the backend made, for tests and reports.
+struct cuda_counters {
+  std::uint64_t segment_allocs = 0;
+  std::uint64_t segment_frees = 0;
+  std::uint64_t failed_allocs = 0;
+  std::uint64_t events_created = 0;  // stays small: events are pooled
+  std::uint64_t events_recorded = 0;
+  std::uint64_t event_queries = 0;
+  std::uint64_t waits = 0;
+  std::uint64_t pages_created = 0;
+  std::uint64_t pages_released = 0;
+  std::uint64_t maps = 0;
+  std::uint64_t access_sets = 0;
+  std::uint64_t unmaps = 0;
+};
+
+// Whether `device` can be used here; `reason` says why not.
+struct cuda_availability {
+  bool available = false;
+  std::string reason;
+};
+cuda_availability check_cuda_device(int device = 0);
+
+class cuda_backend final : public backend {
+ public:
+  // Throws cuda_error when the device cannot be used (check_cuda_device says why).
+  explicit cuda_backend(cuda_options options = {});
+  ~cuda_backend() override;
+  cuda_backend(const cuda_backend&) = delete;
+  cuda_backend& operator=(const cuda_backend&) = delete;
+
+  const device_facts& get_facts() const noexcept override;
+  address_t allocate_segment(std::size_t bytes) override;
+  void free_segment(address_t address, std::size_t bytes) override;
+  std::uint64_t get_submitted(queue_id queue) override;
+  std::uint64_t get_completed(queue_id queue) const override;
+  void wait(fence f) override;
+  void* get_host_pointer(address_t address) const override;
+
+  address_t reserve_range(std::size_t bytes) override;
+  void release_range(address_t base, std::size_t bytes) override;
+  page_id create_page(std::size_t bytes) override;
+  void release_page(page_id page, std::size_t bytes) override;
+  void map(address_t at, page_id page, std::size_t bytes) override;
+  void unmap(address_t at, std::size_t bytes) override;
+
+  // Maps `pages`, each `page_bytes` long, back to back from `at`, and sets access
+  // once over the whole span: cuMemSetAccess costs ~30 us a call, far more than
+  // cuMemMap. (Proposed for the backend interface, default: map() each page.)
+  void map_pages(address_t at, std::span<const page_id> pages, std::size_t page_bytes);
+
+  // The queue of a stream, registered on first sight (cheap once registered).
+  // nullptr is the legacy default stream, queue 0. Throws invalid_argument when
+  // every slot is taken or for cudaStreamPerThread (it names a different stream
+  // on every thread).
+  queue_id get_queue(CUstream_st* stream);
+  CUstream_st* get_stream(queue_id queue) const;
+
+  // What segments really are: unified falls back to pinned_host without
+  // concurrent managed access.
+  cuda_memory get_memory() const noexcept;
+  int get_device() const noexcept;
+  cuda_counters get_counters() const;
+
+  struct state;
+
+ private:
+  std::unique_ptr<state> state_;
+};
+
+}  // namespace memkit

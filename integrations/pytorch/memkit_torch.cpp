@@ -1,0 +1,109 @@
+// memkit as PyTorch's CUDA allocator, through torch.cuda.memory.CUDAPluggableAllocator:
+//
+//   alloc = torch.cuda.memory.CUDAPluggableAllocator(
+//       "libmemkit_torch.so", "memkit_torch_malloc", "memkit_torch_free")
+//   torch.cuda.memory.change_current_allocator(alloc)  # before any CUDA allocation
+//
+// One memkit::allocator over a cuda_backend per device, made on first use. Streams
+// become the backend's queues, so a block freed on a stream is reused at once on
+// that stream and on others only once the stream's work has completed.
+// Statistics are read with ctypes (memkit_torch_get_statistics; see train_compare.py).
+//
+// The names carry a `_torch` suffix: memkit_malloc/memkit_free would clash with the C
+// API of include/memkit/memkit.h.
+#include <cuda_runtime_api.h>
+#include <sys/types.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <string>
+
+#include "memkit/allocator.hpp"
+#include "memkit/backends/cuda.hpp"
+#include "memkit/memkit.h"
+
+#define MEMKIT_TORCH_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+struct device_allocator {
+  explicit device_allocator(int device)
+      : backend(memkit::cuda_options{.device = device}), allocator(backend) {}
+  memkit::cuda_backend backend;
+  memkit::allocator allocator;
+};
+
+std::array<std::atomic<device_allocator*>, kMaxDevices> devices{};
+std::mutex create_mutex;
+
+// Made once and never destroyed: PyTorch frees tensors during interpreter exit, after
+// static destructors and the CUDA runtime's teardown may have run.
+device_allocator& get_device_allocator(int device, const char* function) {
+  if (device < 0 || device >= kMaxDevices) [[unlikely]] {
+    throw memkit::invalid_argument(std::string("[memkit::") + function + "] device " +
+                                   std::to_string(device) + " is outside 0.." +
+                                   std::to_string(kMaxDevices - 1));
+  }
+  if (device_allocator* d = devices[device].load(std::memory_order_acquire)) [[likely]] {
+    return *d;
+  }
+  std::lock_guard lock(create_mutex);
+  device_allocator* d = devices[device].load(std::memory_order_relaxed);
+  if (!d) {
+    d = new device_allocator(device);
+    devices[device].store(d, std::memory_order_release);
+  }
+  return *d;
+}
+
+void copy_statistics(const memkit::statistics& s, memkit_statistics* out) {
+  *out = {s.active_bytes, s.peak_active_bytes, s.requested_bytes,     s.peak_requested_bytes,
+          s.cached_bytes, s.reserved_bytes,    s.peak_reserved_bytes, s.allocations,
+          s.frees,        s.cache_hits,        s.backend_allocations, s.backend_frees,
+          s.retries,      s.out_of_memory,     s.live_blocks,         s.segments};
+}
+
+}  // namespace
+
+// Throws memkit::out_of_memory (a std::runtime_error; PyTorch raises it as a
+// RuntimeError with memkit's message) when nothing can make room.
+MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
+  device_allocator& d = get_device_allocator(device, "torch_malloc");
+  const memkit::queue_id queue = d.backend.get_queue(stream);
+  return reinterpret_cast<void*>(
+      d.allocator.allocate(static_cast<std::size_t>(size), queue).address);
+}
+
+MEMKIT_TORCH_API void memkit_torch_free(void* pointer, ssize_t, int device, cudaStream_t) {
+  get_device_allocator(device, "torch_free")
+      .allocator.free(reinterpret_cast<memkit::address_t>(pointer));
+}
+
+// The block is also used on `stream` (like Tensor.record_stream): its reuse after
+// free waits for the work queued there by then.
+MEMKIT_TORCH_API void memkit_torch_record_stream(void* pointer, int device, cudaStream_t stream) {
+  device_allocator& d = get_device_allocator(device, "torch_record_stream");
+  d.allocator.record_use(reinterpret_cast<memkit::address_t>(pointer), d.backend.get_queue(stream));
+}
+
+// 0 and the statistics of `device`; -1 (out untouched) when memkit has not been used there.
+MEMKIT_TORCH_API int memkit_torch_get_statistics(int device, memkit_statistics* out) {
+  if (device < 0 || device >= kMaxDevices) return -1;
+  device_allocator* d = devices[device].load(std::memory_order_acquire);
+  if (!d) return -1;
+  copy_statistics(d->allocator.get_statistics(), out);
+  return 0;
+}
+
+MEMKIT_TORCH_API void memkit_torch_reset_peak(int device) {
+  get_device_allocator(device, "torch_reset_peak").allocator.reset_peak();
+}
+
+// Gives every cached segment back to CUDA.
+MEMKIT_TORCH_API void memkit_torch_empty_cache(int device) {
+  get_device_allocator(device, "torch_empty_cache").allocator.clear_cache();
+}

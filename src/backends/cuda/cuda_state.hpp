@@ -1,0 +1,86 @@
+// The cuda backend's state, shared by its files: segments and facts
+// (cuda_backend.cpp), streams and fences (cuda_queues.cpp), virtual memory
+// (cuda_virtual_memory.cpp).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/driver_api.hpp"
+#include "memkit/backends/cuda.hpp"
+
+namespace memkit {
+
+namespace cuda_detail {
+
+// "[memkit::cuda_backend::<function>] <call> failed: <name>: <description>"
+[[noreturn]] void throw_cuda_error(const char* function, const char* call, cudaError_t error);
+
+// Makes `device` current for a scope and restores the previous one: backend calls
+// may come from threads that use another device.
+class device_scope {
+ public:
+  explicit device_scope(int device);
+  ~device_scope();
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int previous_ = -1;
+  int device_;
+};
+
+struct atomic_counters {
+  std::atomic<std::uint64_t> segment_allocs{0}, segment_frees{0}, failed_allocs{0};
+  std::atomic<std::uint64_t> events_created{0}, events_recorded{0}, event_queries{0}, waits{0};
+  std::atomic<std::uint64_t> pages_created{0}, pages_released{0}, maps{0}, access_sets{0},
+      unmaps{0};
+};
+
+struct pending_fence {
+  std::uint64_t value;
+  cudaEvent_t event;
+};
+
+struct queue_fences {
+  std::uint64_t submitted = 0;
+  std::uint64_t completed = 0;
+  std::deque<pending_fence> pending;  // recorded, not yet seen complete; oldest first
+};
+
+}  // namespace cuda_detail
+
+struct cuda_backend::state {
+  cuda_options options;
+  device_facts facts;
+  cuda_memory memory = cuda_memory::device;
+  const cuda_detail::driver_api* driver = nullptr;  // set where virtual memory works
+  CUmemAllocationProp page_properties{};
+  CUmemAccessDesc access{};
+
+  // Streams by queue; slots [0, stream_count) are set and never change.
+  std::unique_ptr<std::atomic<CUstream_st*>[]> streams;
+  std::atomic<std::uint32_t> stream_count{1};
+  std::mutex register_mutex;
+
+  // Fences. Events go back to the pool once complete, unless a wait may still be
+  // synchronizing on one: then they are parked until no wait is in progress.
+  mutable std::mutex fence_mutex;
+  mutable std::vector<cuda_detail::queue_fences> queues;
+  mutable std::vector<cudaEvent_t> event_pool;
+  mutable std::vector<cudaEvent_t> parked_events;
+  mutable int waits_in_progress = 0;
+
+  mutable cuda_detail::atomic_counters counters;
+
+  void recycle_locked(cudaEvent_t event) const;
+  void destroy_events();
+};
+
+}  // namespace memkit

@@ -1,0 +1,125 @@
+// memkit::allocator over the cuda backend: usable memory, stream-ordered reuse,
+// pooled pinned staging buffers.
+#include <cstring>
+#include <vector>
+
+#include "cuda/cuda_test_support.hpp"
+#include "memkit/allocator.hpp"
+
+#if MEMKIT_HAVE_CUDA
+namespace memkit {
+namespace {
+
+using testing::stream_gate;
+
+class cuda_allocator_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MEMKIT_SKIP_WITHOUT_CUDA();
+    ASSERT_EQ(cudaStreamCreate(&first_), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreate(&second_), cudaSuccess);
+  }
+  void TearDown() override {
+    if (first_) cudaStreamDestroy(first_);
+    if (second_) cudaStreamDestroy(second_);
+  }
+  cudaStream_t first_ = nullptr;
+  cudaStream_t second_ = nullptr;
+};
+
+TEST_F(cuda_allocator_test, blocks_are_device_memory_that_holds_what_is_written) {
+  cuda_backend device;
+  allocator alloc(device, {.validate = true});
+  std::vector<allocation> blocks;
+  for (std::size_t bytes : {std::size_t{1}, std::size_t{4096}, std::size_t{3} << 20}) {
+    blocks.push_back(alloc.allocate(bytes));
+    ASSERT_EQ(cudaMemset(reinterpret_cast<void*>(blocks.back().address), 0xab, bytes), cudaSuccess);
+    unsigned char last = 0;
+    ASSERT_EQ(cudaMemcpy(&last, reinterpret_cast<void*>(blocks.back().address + bytes - 1), 1,
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(last, 0xab);
+  }
+  for (const allocation& a : blocks) alloc.free(a.address);
+  EXPECT_EQ(alloc.get_statistics().active_bytes, 0u);
+}
+
+TEST_F(cuda_allocator_test, a_block_is_reused_at_once_on_its_own_stream) {
+  cuda_backend device;
+  allocator alloc(device, {.validate = true});
+  const queue_id q = device.get_queue(first_);
+  stream_gate gate(first_);  // the stream has work queued that has not run
+  const allocation a = alloc.allocate(1 << 20, q);
+  alloc.free(a.address);
+  EXPECT_EQ(alloc.allocate(1 << 20, q).address, a.address);
+}
+
+TEST_F(cuda_allocator_test, another_stream_gets_other_memory_while_the_first_has_not_run) {
+  cuda_backend device;
+  allocator alloc(device, {.validate = true});
+  const queue_id q1 = device.get_queue(first_);
+  const queue_id q2 = device.get_queue(second_);
+  const allocation a = alloc.allocate(1 << 20, q1);
+  {
+    stream_gate gate(first_);
+    alloc.free(a.address);  // work queued on first_ may still use the block
+    const allocation b = alloc.allocate(1 << 20, q2);
+    EXPECT_NE(b.address, a.address);
+    alloc.free(b.address);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(first_), cudaSuccess);
+  EXPECT_GE(device.get_counters().events_recorded, 1u);
+}
+
+TEST_F(cuda_allocator_test, a_block_recorded_on_another_stream_waits_for_it) {
+  cuda_backend device;
+  allocator alloc(device, {.validate = true});
+  const queue_id q1 = device.get_queue(first_);
+  const queue_id q2 = device.get_queue(second_);
+  const allocation a = alloc.allocate(1 << 20, q1);
+  alloc.record_use(a.address, q2);
+  stream_gate gate(second_);
+  alloc.free(a.address);
+  // Even its own stream may not reuse it while second_ has not run.
+  const allocation b = alloc.allocate(1 << 20, q1);
+  EXPECT_NE(b.address, a.address);
+}
+
+TEST_F(cuda_allocator_test, pinned_staging_buffers_are_pooled) {
+  cuda_backend host(cuda_options{.memory = cuda_memory::pinned_host});
+  allocator staging(host, {.validate = true});
+  cuda_backend device;
+  allocator alloc(device);
+  const allocation target = alloc.allocate(64 << 10);
+  for (int i = 0; i < 10; ++i) {
+    const allocation buffer = staging.allocate(64 << 10);
+    auto* bytes = static_cast<unsigned char*>(host.get_host_pointer(buffer.address));
+    ASSERT_NE(bytes, nullptr);
+    std::memset(bytes, i, 64 << 10);
+    ASSERT_EQ(cudaMemcpyAsync(reinterpret_cast<void*>(target.address), bytes, 64 << 10,
+                              cudaMemcpyHostToDevice, first_),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(first_), cudaSuccess);
+    staging.free(buffer.address);
+  }
+  unsigned char last = 0;
+  ASSERT_EQ(cudaMemcpy(&last, reinterpret_cast<void*>(target.address), 1, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(last, 9);
+  EXPECT_EQ(staging.get_statistics().backend_allocations, 1u);
+  EXPECT_EQ(host.get_counters().segment_allocs, 1u);
+  alloc.free(target.address);
+}
+
+TEST_F(cuda_allocator_test, out_of_memory_names_the_request_and_leaves_cuda_clean) {
+  cuda_backend device;
+  allocator alloc(device);
+  const std::size_t too_much = device.get_facts().capacity - (std::size_t{1} << 20);
+  EXPECT_THROW(alloc.allocate(too_much), out_of_memory);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(alloc.get_statistics().reserved_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace memkit
+#endif
