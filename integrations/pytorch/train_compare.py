@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Trains ResNet-50 (batch 64, SGD) and GPT-2 small from its config (random weights,
+batch 8 x 512, AdamW) for a few steps, once with PyTorch's own CUDA allocator and once
+with memkit (libmemkit_torch.so through CUDAPluggableAllocator), each in its own
+process with the same seed, and prints step time, peak reserved, peak allocated and
+the losses.
+
+    python3 train_compare.py --lib build/libmemkit_torch.so [--models resnet50 gpt2]
+                             [--steps 10] [--warmup 3] [--json results.json]
+
+Peak figures: PyTorch's run reads torch.cuda.max_memory_reserved/allocated; memkit's
+reads memkit's own statistics (a pluggable allocator has no PyTorch statistics):
+peak reserved bytes and peak requested bytes (what PyTorch asked for).
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+
+STAT_FIELDS = [
+    "active_bytes", "peak_active_bytes", "requested_bytes", "peak_requested_bytes",
+    "cached_bytes", "reserved_bytes", "peak_reserved_bytes", "allocations", "frees",
+    "cache_hits", "backend_allocations", "backend_frees", "retries", "out_of_memory",
+    "live_blocks", "segments",
+]
+
+
+class MemkitStatistics(ctypes.Structure):
+    """memkit_statistics of include/memkit/memkit.h: size_t and uint64_t fields."""
+    _fields_ = [(name, ctypes.c_uint64) for name in STAT_FIELDS]
+
+
+def read_memkit_statistics(lib_path, device=0):
+    lib = ctypes.CDLL(lib_path)
+    lib.memkit_torch_get_statistics.argtypes = [ctypes.c_int, ctypes.POINTER(MemkitStatistics)]
+    stats = MemkitStatistics()
+    if lib.memkit_torch_get_statistics(device, ctypes.byref(stats)) != 0:
+        raise RuntimeError("[train_compare] memkit was not used on device %d" % device)
+    return {name: getattr(stats, name) for name in STAT_FIELDS}
+
+
+def run_one(model_name, allocator, lib_path, steps, warmup, seed):
+    import torch
+    if allocator == "memkit":
+        pluggable = torch.cuda.memory.CUDAPluggableAllocator(
+            lib_path, "memkit_torch_malloc", "memkit_torch_free")
+        torch.cuda.memory.change_current_allocator(pluggable)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+    device = torch.device("cuda", 0)
+
+    if model_name == "resnet50":
+        import torchvision
+        model = torchvision.models.resnet50(weights=None).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        generator = torch.Generator(device=device).manual_seed(seed)
+
+        def step():
+            images = torch.randn(64, 3, 224, 224, device=device, generator=generator)
+            labels = torch.randint(0, 1000, (64,), device=device, generator=generator)
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(images), labels)
+            loss.backward()
+            optimizer.step()
+            return loss
+    else:
+        from transformers import GPT2Config, GPT2LMHeadModel
+        config = GPT2Config()  # GPT-2 small: 12 layers, 768 wide, 124M parameters
+        model = GPT2LMHeadModel(config).to(device)
+        model.train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        generator = torch.Generator(device=device).manual_seed(seed)
+
+        def step():
+            tokens = torch.randint(0, config.vocab_size, (8, 512), device=device,
+                                   generator=generator)
+            optimizer.zero_grad(set_to_none=True)
+            loss = model(input_ids=tokens, labels=tokens).loss
+            loss.backward()
+            optimizer.step()
+            return loss
+
+    losses = []
+    for _ in range(warmup):
+        losses.append(step().item())
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    timed = [step() for _ in range(steps)]
+    torch.cuda.synchronize()
+    step_ms = (time.perf_counter() - start) * 1000.0 / steps
+    losses += [loss.item() for loss in timed]
+
+    result = {"model": model_name, "allocator": allocator, "step_ms": step_ms,
+              "losses": losses}
+    if allocator == "memkit":
+        stats = read_memkit_statistics(lib_path)
+        result["peak_reserved"] = stats["peak_reserved_bytes"]
+        result["peak_allocated"] = stats["peak_requested_bytes"]
+        result["memkit"] = stats
+    else:
+        result["peak_reserved"] = torch.cuda.max_memory_reserved(device)
+        result["peak_allocated"] = torch.cuda.max_memory_allocated(device)
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lib", required=True, help="path of libmemkit_torch.so")
+    parser.add_argument("--models", nargs="+", default=["resnet50", "gpt2"])
+    parser.add_argument("--allocators", nargs="+", default=["pytorch", "memkit"])
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rtol", type=float, default=1e-4,
+                        help="relative tolerance for the losses to match")
+    parser.add_argument("--json", help="write every result here")
+    parser.add_argument("--child", nargs=2, metavar=("MODEL", "ALLOCATOR"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    lib = os.path.abspath(args.lib)
+
+    if args.child:
+        result = run_one(args.child[0], args.child[1], lib, args.steps, args.warmup, args.seed)
+        print("RESULT " + json.dumps(result), flush=True)
+        return 0
+
+    results = []
+    for model in args.models:
+        for allocator in args.allocators:
+            out = subprocess.run(
+                [sys.executable, __file__, "--lib", lib, "--steps", str(args.steps),
+                 "--warmup", str(args.warmup), "--seed", str(args.seed),
+                 "--child", model, allocator],
+                capture_output=True, text=True)
+            lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+            if out.returncode != 0 or not lines:
+                print("[train_compare] %s with %s failed (exit %d):\n%s" %
+                      (model, allocator, out.returncode, out.stderr[-3000:]))
+                results.append({"model": model, "allocator": allocator, "failed": True})
+                continue
+            results.append(json.loads(lines[-1][len("RESULT "):]))
+
+    print("\n%-9s %-8s %10s %16s %16s %9s  %s" % ("model", "alloc", "step ms", "peak reserved",
+                                                  "peak allocated", "res/alloc", "losses"))
+    ok = True
+    for r in results:
+        if r.get("failed"):
+            ok = False
+            continue
+        ratio = r["peak_reserved"] / max(r["peak_allocated"], 1)
+        print("%-9s %-8s %10.2f %16d %16d %9.3f  %s" % (
+            r["model"], r["allocator"], r["step_ms"], r["peak_reserved"], r["peak_allocated"],
+            ratio, " ".join("%.6f" % l for l in r["losses"])))
+    for model in args.models:
+        runs = {r["allocator"]: r for r in results if r["model"] == model and not r.get("failed")}
+        if "pytorch" in runs and "memkit" in runs:
+            a, b = runs["pytorch"]["losses"], runs["memkit"]["losses"]
+            worst = max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
+            match = worst <= args.rtol
+            ok &= match
+            print("%s: step time memkit/pytorch %.4f; losses %s (largest relative difference %.2e)"
+                  % (model, runs["memkit"]["step_ms"] / runs["pytorch"]["step_ms"],
+                     "match" if match else "DIFFER", worst))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
