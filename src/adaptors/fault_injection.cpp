@@ -14,14 +14,13 @@ bool fault_injection_adaptor::schedule_state::next() {
     fail = fail || draw < schedule.rate;
   }
   if (!schedule.calls.empty()) {
-    fail = fail || std::find(schedule.calls.begin(), schedule.calls.end(), call) !=
-                       schedule.calls.end();
+    fail = fail ||
+           std::find(schedule.calls.begin(), schedule.calls.end(), call) != schedule.calls.end();
   }
   return fail;
 }
 
-fault_injection_adaptor::fault_injection_adaptor(backend& upstream,
-                                                 fault_injection_options options)
+fault_injection_adaptor::fault_injection_adaptor(backend& upstream, fault_injection_options options)
     : upstream_(upstream),
       segments_(std::move(options.segments)),
       vm_(std::move(options.virtual_memory)),
@@ -51,8 +50,7 @@ std::uint64_t fault_injection_adaptor::get_submitted(queue_id queue) {
   return upstream_.get_submitted(queue);
 }
 
-fault_injection_adaptor::queue_history& fault_injection_adaptor::get_history(
-    queue_id queue) const {
+fault_injection_adaptor::queue_history& fault_injection_adaptor::get_history(queue_id queue) const {
   if (queue >= histories_.size()) histories_.resize(queue + 1);
   return histories_[queue];
 }
@@ -128,8 +126,9 @@ void fault_injection_adaptor::release_page(page_id page, std::size_t bytes) {
 void fault_injection_adaptor::map(address_t at, page_id page, std::size_t bytes) {
   std::uint64_t call;
   if (should_fail_vm(vm_map, &call)) {
-    throw injected_fault("[memkit::fault_injection_adaptor::map] injected fault at virtual-memory call " +
-                         std::to_string(call) + " (" + std::to_string(bytes) + " bytes)");
+    throw injected_fault(
+        "[memkit::fault_injection_adaptor::map] injected fault at virtual-memory call " +
+        std::to_string(call) + " (" + std::to_string(bytes) + " bytes)");
   }
   upstream_.map(at, page, bytes);
 }
@@ -141,8 +140,9 @@ void fault_injection_adaptor::set_access(address_t at, std::size_t bytes) {
 void fault_injection_adaptor::unmap(address_t at, std::size_t bytes) {
   std::uint64_t call;
   if (should_fail_vm(vm_unmap, &call)) {
-    throw injected_fault("[memkit::fault_injection_adaptor::unmap] injected fault at virtual-memory call " +
-                         std::to_string(call) + " (" + std::to_string(bytes) + " bytes)");
+    throw injected_fault(
+        "[memkit::fault_injection_adaptor::unmap] injected fault at virtual-memory call " +
+        std::to_string(call) + " (" + std::to_string(bytes) + " bytes)");
   }
   upstream_.unmap(at, bytes);
 }

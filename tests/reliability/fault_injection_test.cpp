@@ -245,8 +245,8 @@ TEST(fault_injection, arena_page_creations_fail_at_random) {
 
 TEST(fault_injection, listed_segment_allocations_fail) {
   try {
-    const fault_run r = run_with_faults(segment_faults(listed({1, 2, 3, 10, 11, 50, 51, 52})),
-                                        12, 5000, 2 * MiB);
+    const fault_run r =
+        run_with_faults(segment_faults(listed({1, 2, 3, 10, 11, 50, 51, 52})), 12, 5000, 2 * MiB);
     EXPECT_EQ(r.faults, 8u);
   } catch (const std::exception& e) {
     FAIL() << e.what();
@@ -255,8 +255,7 @@ TEST(fault_injection, listed_segment_allocations_fail) {
 
 TEST(fault_injection, late_and_out_of_order_fences_never_release_a_block_early) {
   try {
-    const fault_run r =
-        run_with_faults(late_fences(5, true, 5), 13, 20000, 0);
+    const fault_run r = run_with_faults(late_fences(5, true, 5), 13, 20000, 0);
     EXPECT_GT(r.operations, 19000u);
   } catch (const std::exception& e) {
     FAIL() << e.what();
@@ -344,12 +343,13 @@ TEST(fault_injection, soak_of_ten_thousand_faults_loses_nothing) {
   } catch (const std::exception& e) {
     FAIL() << "seed " << seed << ": " << e.what();
   }
-  std::printf("[reliability] fault soak: %llu injected faults, %llu checked calls, %llu clear "
-              "out_of_memory errors, %llu runs, 0 violations\n",
-              static_cast<unsigned long long>(total.faults),
-              static_cast<unsigned long long>(total.operations),
-              static_cast<unsigned long long>(total.out_of_memory),
-              static_cast<unsigned long long>(seed - 100));
+  std::printf(
+      "[reliability] fault soak: %llu injected faults, %llu checked calls, %llu clear "
+      "out_of_memory errors, %llu runs, 0 violations\n",
+      static_cast<unsigned long long>(total.faults),
+      static_cast<unsigned long long>(total.operations),
+      static_cast<unsigned long long>(total.out_of_memory),
+      static_cast<unsigned long long>(seed - 100));
   RecordProperty("injected_faults", std::to_string(total.faults));
   EXPECT_GE(total.faults, 10000u);
 }

@@ -17,8 +17,7 @@ sim_options model_device() {
   return o;
 }
 
-class model_test
-    : public ::testing::TestWithParam<std::tuple<std::uint64_t, pool_policy>> {};
+class model_test : public ::testing::TestWithParam<std::tuple<std::uint64_t, pool_policy>> {};
 
 TEST_P(model_test, random_calls_agree_with_the_reference_model) {
   sim_backend device(model_device());

@@ -213,8 +213,8 @@ void run_stress(const stress_config& config) {
   // small segments whose blocks never merged stay reserved. Anything else is a leak.
   std::size_t stranded = 0;
   for (const segment_view& v : alloc.calculate_segments()) {
-    EXPECT_TRUE(std::none_of(v.blocks.begin(), v.blocks.end(),
-                             [](const block_view& b) { return b.live; }));
+    EXPECT_TRUE(
+        std::none_of(v.blocks.begin(), v.blocks.end(), [](const block_view& b) { return b.live; }));
     if (v.blocks.size() > 1) stranded += v.size;
   }
   EXPECT_EQ(end.reserved_bytes, stranded);

@@ -1,0 +1,73 @@
+// libFuzzer target: the planner's instance reader (include/memkit/planner.hpp). The
+// input is parsed from memory and read from a temporary file. A malformed instance
+// must raise planner_error naming the reader; an accepted one must satisfy what the
+// reader promises, and a greedy plan of it must validate.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "memkit/planner.hpp"
+
+namespace {
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "planner_fuzz: %s\n", what);
+    std::abort();
+  }
+}
+
+void check_instance(const memkit::planner::instance& inst) {
+  std::set<std::int64_t> ids;
+  for (const memkit::planner::buffer& b : inst.buffers) {
+    check(b.lower < b.upper, "an empty lifetime was accepted");
+    check(b.size > 0, "a size <= 0 was accepted");
+    check(b.lower >= 0, "a negative time was accepted");
+    check(ids.insert(b.id).second, "a duplicate id was accepted");
+  }
+  if (inst.buffers.size() <= 256) {
+    const memkit::planner::plan p = memkit::planner::greedy_best_fit(inst);
+    check(static_cast<bool>(memkit::planner::validate(inst, p)), "the greedy plan is invalid");
+    check(memkit::planner::height(inst, p) >= memkit::planner::load(inst), "height below LOAD");
+  }
+}
+
+template <class F>
+void expect_clear_errors(F&& read) {
+  try {
+    check_instance(read());
+  } catch (const memkit::planner::planner_error& e) {
+    check(std::string_view(e.what()).rfind("[memkit::planner::", 0) == 0,
+          "a planner_error whose message does not name the reader");
+  }
+}
+
+std::string temp_path() {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/memkit_planner_fuzz_" + std::to_string(getpid()) +
+         ".csv";
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  expect_clear_errors([&] {
+    std::istringstream in(text);
+    return memkit::planner::parse_instance(in, "fuzz.csv");
+  });
+  static const std::string path = temp_path();
+  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(data, 1, size, f);
+    std::fclose(f);
+    expect_clear_errors([&] { return memkit::planner::read_instance(path); });
+    std::remove(path.c_str());
+  }
+  return 0;
+}
