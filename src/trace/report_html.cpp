@@ -225,7 +225,9 @@ constexpr std::string_view kScript = R"HTML(<div id="tooltip"></div>
     const peakX = x(data.peak_event + 1);
     element("line", { x1: peakX, x2: peakX, y1: top, y2: height - bottom, stroke: "#333",
                       "stroke-dasharray": "2 3" }, svg);
-    element("text", { x: peakX + 4, y: top + 12, "font-size": 11 }, svg).textContent =
+    const nearRight = peakX > width - right - 220;
+    element("text", { x: nearRight ? peakX - 4 : peakX + 4, y: top + 12, "font-size": 11,
+                      "text-anchor": nearRight ? "end" : "start" }, svg).textContent =
         "peak reserved (segment map below)";
     const cursor = element("line", { y1: top, y2: height - bottom, stroke: "#999",
                                      visibility: "hidden" }, svg);
