@@ -13,9 +13,8 @@ summarize() {
 import json, sys
 name = sys.argv[1]
 d = json.loads(sys.stdin.readline())
-print(f"{name:<12} {d[\"buffers\"]:>6} {d[\"load_bytes\"]:>14} {d[\"height_bytes\"]:>14} "
-      f"{d[\"ratio\"]:>9.5f} {d[\"greedy_ratio\"]:>8.4f} {str(d[\"fits\"]):>5} {str(d[\"optimal\"]):>7} "
-      f"{d[\"seconds\"]:>8.3f}")
+print("%-12s %6d %14d %14d %9.5f %8.4f %5s %7s %8.3f" % (name, d["buffers"], d["load_bytes"],
+      d["height_bytes"], d["ratio"], d["greedy_ratio"], d["fits"], d["optimal"], d["seconds"]))
 ' "$1"
 }
 

@@ -22,11 +22,35 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <cstdlib>
 #ifdef PLANNER_DEBUG
 #include <cstdio>
 #endif
 
 namespace memkit::planner::detail {
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+constexpr std::size_t kFailedStateSlots = std::size_t{1} << 20;
+constexpr std::uint64_t kRestartNodes = 4096;
+
+// The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..., for k >= 1.
+std::uint64_t luby(std::uint64_t k) {
+  while (true) {
+    std::uint64_t power = 1;
+    while (power * 2 - 1 < k) power *= 2;  // smallest 2^j - 1 >= k
+    if (power * 2 - 1 == k) return power;
+    k -= power - 1;
+  }
+}
+
+}  // namespace
 
 decomposition decompose(const instance& inst) {
   const std::vector<buffer>& buffers = inst.buffers;
@@ -128,32 +152,43 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
     load_ = std::max(load_, live);
   }
 
-  // Heuristic order among candidates: long-lived buffers first (they constrain the
-  // most sections), then large ones. Identical buffers end up next to each other.
-  std::vector<std::uint32_t> order(n);
-  std::iota(order.begin(), order.end(), std::uint32_t{0});
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const std::uint32_t span_a = end_section_[a] - first_section_[a];
-    const std::uint32_t span_b = end_section_[b] - first_section_[b];
-    if (span_a != span_b) return span_a > span_b;
-    if (size_[a] != size_[b]) return size_[a] > size_[b];
-    if (first_section_[a] != first_section_[b]) return first_section_[a] < first_section_[b];
-    return a < b;
-  });
-  priority_.resize(n);
+  // Orders among candidates, one per restart flavour. Each puts identical buffers
+  // next to each other, which the branching relies on to try only one of them.
+  std::vector<std::int64_t> time_span(n);
+  for (std::size_t k = 0; k < n; ++k) time_span[k] = points[end_section_[k]] - points[first_section_[k]];
+  const auto make_order = [&](auto&& key) {
+    std::vector<std::uint32_t> order(n);
+    std::iota(order.begin(), order.end(), std::uint32_t{0});
+    std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+      const auto key_x = key(x);
+      const auto key_y = key(y);
+      if (key_x != key_y) return key_x > key_y;
+      if (first_section_[x] != first_section_[y]) return first_section_[x] < first_section_[y];
+      return x < y;
+    });
+    return order;
+  };
+  const auto span = [&](std::uint32_t b) {
+    return static_cast<std::int64_t>(end_section_[b] - first_section_[b]);
+  };
+  // Long-lived buffers constrain the most sections; large ones are hardest to fit late.
+  orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(span(b), size_[b]); }));
+  orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(time_span[b] * size_[b], span(b)); }));
+  orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(time_span[b], size_[b]); }));
+  orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(size_[b], span(b)); }));
+  orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(span(b) * size_[b], size_[b]); }));
   identity_.resize(n);
-  for (std::size_t rank = 0; rank < n; ++rank) {
-    const std::uint32_t b = order[rank];
-    priority_[b] = static_cast<std::int64_t>(rank);
-    if (rank > 0) {
-      const std::uint32_t a = order[rank - 1];
-      const bool same = first_section_[a] == first_section_[b] &&
+  {
+    const std::vector<std::uint32_t>& order = orders_.front();
+    for (std::size_t rank = 0; rank < n; ++rank) {
+      const std::uint32_t b = order[rank];
+      const std::uint32_t a = rank > 0 ? order[rank - 1] : b;
+      const bool same = rank > 0 && first_section_[a] == first_section_[b] &&
                         end_section_[a] == end_section_[b] && size_[a] == size_[b];
       identity_[b] = same ? identity_[a] : b;
-    } else {
-      identity_[b] = b;
     }
   }
+  priority_.resize(n);
 
   // Time overlaps, as compressed adjacency lists: sweep buffers by first section and
   // pair each with those still live.
@@ -187,6 +222,28 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
     overlap_[fill[a]++] = b;
     overlap_[fill[b]++] = a;
   });
+  buffer_keys_.resize(n);
+  for (std::size_t k = 0; k < n; ++k) buffer_keys_[k] = mix64(0x5eed0000ULL + k);
+}
+
+std::uint64_t part_search::state_key() const {
+  std::uint64_t key = mix64(placed_hash_ ^ static_cast<std::uint64_t>(level_));
+  for (std::size_t s = 0; s < section_count_; ++s) {
+    // Only sections with bytes left matter, and there only floors the level has not
+    // passed: any floor below the level acts the same.
+    const std::int64_t value =
+        remaining_[s] == 0 ? -2 : (floor_[s] >= level_ ? floor_[s] : -1);
+    key = mix64(key ^ static_cast<std::uint64_t>(value));
+  }
+  return key == 0 ? 1 : key;
+}
+
+void part_search::remember_failed(std::uint64_t key) {
+  failed_states_[key & (kFailedStateSlots - 1)] = key;
+}
+
+bool part_search::known_failed(std::uint64_t key) const {
+  return failed_states_[key & (kFailedStateSlots - 1)] == key;
 }
 
 void part_search::reset() {
@@ -212,6 +269,8 @@ void part_search::reset() {
   options_.clear();
   coverage_.assign(section_count_ + 1, 0);
   section_start_.assign(section_count_, 0);
+  placed_hash_ = 0;
+  transition_keys_.clear();
 }
 
 void part_search::place(std::uint32_t b) {
@@ -222,6 +281,7 @@ void part_search::place(std::uint32_t b) {
   position_[last] = at;
   unplaced_.pop_back();
   trail_.push_back({undo_kind::placed, b, at});
+  placed_hash_ ^= buffer_keys_[b];
   const std::int64_t top = level_ + size_[b];
   for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) {
     trail_.push_back({undo_kind::floor, s, floor_[s]});
@@ -266,6 +326,9 @@ void part_search::undo_to(std::size_t mark) {
         banned_at_[entry.index] = entry.old_value;
         break;
       case undo_kind::level:
+        // Everything below this rise of the level has been tried.
+        remember_failed(transition_keys_.back());
+        transition_keys_.pop_back();
         level_ = entry.old_value;
         break;
       case undo_kind::placed: {
@@ -281,6 +344,7 @@ void part_search::undo_to(std::size_t mark) {
         }
         position_[b] = at;
         offset_[b] = -1;
+        placed_hash_ ^= buffer_keys_[b];
         for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) {
           remaining_[s] += size_[b];
         }
@@ -307,6 +371,8 @@ bool part_search::prepare_node() {
     if (next_level == std::numeric_limits<std::int64_t>::max()) return false;
     trail_.push_back({undo_kind::level, 0, level_});
     level_ = next_level;
+    transition_keys_.push_back(state_key());
+    if (known_failed(transition_keys_.back())) return false;
     for (std::size_t s = 0; s < section_count_; ++s) {
       if (remaining_[s] == 0) continue;
       const std::int64_t start = std::max({floor_[s], lower_bound_[s], level_});
@@ -320,21 +386,34 @@ bool part_search::prepare_node() {
 }
 
 bool part_search::check_section_starts() {
-  // The lowest offset any unplaced buffer can still take, per section: a candidate
-  // may go at the level, one resting higher at its offset_floor, and one that may not
-  // go at the level (banned, or below it) only on top of something placed from now on.
-  std::fill(section_start_.begin(), section_start_.end(), std::numeric_limits<std::int64_t>::max());
+  // The lowest offset each unplaced buffer can still take: a candidate may go at the
+  // level, one resting higher at its offset_floor, and one that may not go at the
+  // level (banned, or waiting below it) only on top of something placed from now on.
+  ordered_starts_.clear();
   for (const std::uint32_t b : unplaced_) {
     std::int64_t start = offset_floor_[b];
     if (start < level_ || (start == level_ && banned_at_[b] == level_)) start = level_ + granule_;
     if (start + size_[b] > capacity_) return false;
+    ordered_starts_.push_back({start, b});
+  }
+  // For every section and every x: the buffers live there that cannot start below x
+  // must fit between x and the capacity. Walk the buffers from the highest start down,
+  // accumulating per section; the check at each buffer's start covers every x.
+  std::sort(ordered_starts_.begin(), ordered_starts_.end(),
+            [](const start_entry& a, const start_entry& b) { return a.start > b.start; });
+  std::fill(section_start_.begin(), section_start_.end(), 0);  // bytes accumulated
+  for (const start_entry& entry : ordered_starts_) {
+    const std::uint32_t b = entry.buffer;
+    const std::int64_t room = capacity_ - entry.start;
     for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) {
-      section_start_[s] = std::min(section_start_[s], start);
+      section_start_[s] += size_[b];
+      if (section_start_[s] > room) return false;
     }
   }
+  // And everything left in a section sits above its floor.
   for (std::size_t s = 0; s < section_count_; ++s) {
     if (remaining_[s] == 0) continue;
-    const std::int64_t start = std::max({section_start_[s], floor_[s], lower_bound_[s]});
+    const std::int64_t start = std::max({floor_[s], lower_bound_[s], level_});
     if (start + remaining_[s] > capacity_) return false;
   }
   return true;
@@ -361,7 +440,12 @@ bool part_search::branch() {
       if (slack < granule_) return false;
       continue;
     }
-    if (slack < best_slack || (slack == best_slack && covered < best_coverage)) {
+    // Ties between equally tight sections: the fewest candidates (fail first), the
+    // earliest, or the most candidates; restarts vary it.
+    const bool better_tie = section_tie_rule_ == 0   ? covered < best_coverage
+                            : section_tie_rule_ == 2 ? covered > best_coverage
+                                                     : false;
+    if (slack < best_slack || (slack == best_slack && better_tie)) {
       best_slack = slack;
       best_coverage = covered;
       best_section = s;
@@ -401,34 +485,76 @@ bool part_search::backtrack() {
     }
     options_.resize(point.options_begin);
     choices_.pop_back();
+#ifdef PLANNER_DEBUG
+    {
+      static std::size_t shallowest = 1 << 30;
+      if (choices_.size() < shallowest) {
+        shallowest = choices_.size();
+        std::fprintf(stderr, "exhausted to depth %zu at node %llu\n", shallowest, (unsigned long long)nodes_);
+      }
+    }
+#endif
   }
   return false;
 }
 
-search_status part_search::run(std::int64_t capacity, clock::time_point deadline,
-                               std::vector<std::int64_t>& offsets) {
-  reset();
-  capacity_ = capacity;
-  if (load_ > capacity) return search_status::infeasible;
-  while (!unplaced_.empty()) {
-    if ((++nodes_ & 255) == 0 && clock::now() > deadline) return search_status::stopped;
-#ifdef PLANNER_DEBUG
-    {
-      static std::size_t deepest = 0;
-      const std::size_t placed = buffer_count_ - unplaced_.size();
-      if (placed > deepest || (nodes_ % 1000000) == 0) {
-        deepest = std::max(deepest, placed);
-        std::fprintf(stderr, "node %llu placed %zu deepest %zu level %lld choices %zu\n",
-                     (unsigned long long)nodes_, placed, deepest, (long long)level_, choices_.size());
-      }
-    }
-#endif
-    if (!prepare_node() || !branch()) {
-      if (!backtrack()) return search_status::infeasible;
+void part_search::configure_run(std::uint64_t run_index, std::uint64_t& random) {
+  // The first runs try each order plainly; later ones also shuffle them a little.
+  const std::size_t flavours = orders_.size() * 3;
+  const std::size_t flavour = run_index % flavours;
+  const std::vector<std::uint32_t>& base = orders_[flavour % orders_.size()];
+  section_tie_rule_ = static_cast<int>(flavour / orders_.size());
+  std::vector<std::uint32_t> order = base;
+  if (run_index >= flavours) {
+    for (std::size_t k = 0; k + 1 < order.size(); ++k) {
+      random = mix64(random);
+      if (random % 4 == 0) std::swap(order[k], order[k + 1]);
     }
   }
-  offsets = offset_;
-  return search_status::found;
+  // Keep identical buffers adjacent whatever the shuffle did: rank them by the rank of
+  // the first of their kind.
+  std::vector<std::int64_t> first_rank(buffer_count_, -1);
+  for (std::size_t rank = 0; rank < order.size(); ++rank) {
+    const std::uint32_t kind = identity_[order[rank]];
+    if (first_rank[kind] < 0) first_rank[kind] = static_cast<std::int64_t>(rank);
+  }
+  for (std::size_t rank = 0; rank < order.size(); ++rank) {
+    const std::uint32_t b = order[rank];
+    priority_[b] = first_rank[identity_[b]] * static_cast<std::int64_t>(buffer_count_) +
+                   static_cast<std::int64_t>(rank);
+  }
+}
+
+search_status part_search::run(std::int64_t capacity, clock::time_point deadline,
+                               std::vector<std::int64_t>& offsets) {
+  capacity_ = capacity;
+  failed_states_.assign(kFailedStateSlots, 0);  // nogoods hold for one capacity only
+  if (load_ > capacity) return search_status::infeasible;
+  // Runs are restarted after a node budget that follows the Luby sequence (1 1 2 1 1 2
+  // 4 ...): how long a run needs varies wildly with the order, so many short runs
+  // with different orders beat one long one, while the long runs still come and can
+  // prove infeasibility. Exhausted states found by any run stay known to the next.
+  std::uint64_t random = 0x243f6a8885a308d3ULL ^ static_cast<std::uint64_t>(capacity);
+  for (std::uint64_t run_index = 0;; ++run_index) {
+    configure_run(run_index, random);
+    reset();
+    const std::uint64_t budget = luby(run_index + 1) * kRestartNodes;
+    const std::uint64_t stop_at = nodes_ + budget;
+    bool restart = false;
+    while (!unplaced_.empty()) {
+      if ((++nodes_ & 255) == 0 && clock::now() > deadline) return search_status::stopped;
+      if (nodes_ >= stop_at) {
+        restart = true;
+        break;
+      }
+      if (!prepare_node() || !branch()) {
+        if (!backtrack()) return search_status::infeasible;
+      }
+    }
+    if (restart) continue;
+    offsets = offset_;
+    return search_status::found;
+  }
 }
 
 }  // namespace memkit::planner::detail

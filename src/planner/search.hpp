@@ -61,6 +61,8 @@ class part_search {
   };
 
   void reset();
+  // Picks the candidate order and section tie rule of the run_index-th restart.
+  void configure_run(std::uint64_t run_index, std::uint64_t& random);
   void place(std::uint32_t b);
   void leave_section_empty(const choice_point& point);
   void undo_to(std::size_t mark);
@@ -83,7 +85,9 @@ class part_search {
   std::vector<std::uint32_t> identity_;        // equal for buffers of equal lifetime and size
   std::vector<std::uint32_t> overlap_begin_;   // CSR: buffers overlapping each buffer in time
   std::vector<std::uint32_t> overlap_;
-  std::vector<std::int64_t> priority_;         // heuristic rank among candidates
+  std::vector<std::vector<std::uint32_t>> orders_;  // candidate orders to restart with
+  std::vector<std::int64_t> priority_;         // rank among candidates in this run
+  int section_tie_rule_ = 0;                   // how this run breaks ties between sections
   std::int64_t granule_ = 1;                   // gcd of sizes: every canonical offset is a multiple
   std::int64_t load_ = 0;
 
@@ -104,6 +108,23 @@ class part_search {
   std::vector<std::uint32_t> candidates_;
   std::vector<std::int32_t> coverage_;
   std::vector<std::int64_t> section_start_;
+  struct start_entry {
+    std::int64_t start;
+    std::uint32_t buffer;
+  };
+  std::vector<start_entry> ordered_starts_;
+
+  // Nogoods: the states met when the level rises are fully described by the placed
+  // set, the floors at or above the level and the level (bans and raised bounds of the
+  // level below no longer matter). A state whose subtree was exhausted is remembered,
+  // so reaching it again through another order of placements is cut off at once.
+  std::uint64_t state_key() const;
+  void remember_failed(std::uint64_t key);
+  bool known_failed(std::uint64_t key) const;
+  std::vector<std::uint64_t> buffer_keys_;     // random, for the placed-set hash
+  std::uint64_t placed_hash_ = 0;
+  std::vector<std::uint64_t> failed_states_;   // direct-mapped; 0 = empty
+  std::vector<std::uint64_t> transition_keys_; // one per level entry on the trail
   std::uint64_t nodes_ = 0;
 };
 
