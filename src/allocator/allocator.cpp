@@ -3,6 +3,7 @@
 #include "memkit/allocator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -14,13 +15,18 @@
 
 namespace memkit {
 
+namespace {
+std::atomic<std::uint64_t> next_allocator_id{1};
+}  // namespace
+
 allocator::state::state(backend& b, const allocator_options& options)
     : device(b),
       facts(b.get_facts()),
       safe_serial(std::max<std::uint32_t>(facts.queue_count, 1), 0),
       queues(safe_serial.size()),
       small(true, safe_serial.data()),
-      large(false, safe_serial.data()) {
+      large(false, safe_serial.data()),
+      id(next_allocator_id++) {
   if (facts.max_buffer == 0) facts.max_buffer = facts.capacity;
   memory_limit = options.memory_limit ? options.memory_limit : facts.capacity;
   cache_limit = options.cache_limit ? options.cache_limit : memory_limit;
@@ -46,6 +52,7 @@ std::size_t allocator::state::segment_size_for(std::size_t size) const {
 
 allocation allocator::state::on_allocated(block* b, std::size_t bytes, bool hit) {
   b->requested = bytes;
+  b->stamp.store(++stamp_counter & ((std::uint64_t{1} << 44) - 1), std::memory_order_release);
   const address_t address = b->owner->base + b->offset;
   live.insert(address, b);
   stats.active_bytes += b->size;
@@ -70,6 +77,7 @@ allocator::allocator(backend& device, allocator_options options)
 
 allocator::~allocator() {
   state& s = *state_;
+  s.detach_thread_caches();
   for (segment_pool* pool : {&s.small, &s.large}) {
     for (segment* seg : pool->get_segments()) s.device.free_segment(seg->base, seg->size);
   }
@@ -89,65 +97,117 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
                            " does not exist; the backend has " + std::to_string(s.queues.size()));
   }
   const std::size_t size = round_up(bytes, pools::kQuantum);
+  thread_cache* cache = nullptr;
+  if (size <= thread_cache::kMaxBlock && s.thread_caching) {
+    // Fastest: a block this thread freed, without the allocator's lock.
+    cache = s.get_thread_cache();
+    cache->lock();
+    block* b = cache->pop(size, queue);
+    if (b) {
+      b->requested = bytes;
+      b->stamp.store(cache->next_stamp(), std::memory_order_release);
+      cache->stats.active_delta += static_cast<std::int64_t>(b->size);
+      cache->stats.requested_delta += static_cast<std::int64_t>(bytes);
+      cache->stats.allocations++;
+    }
+    cache->unlock();
+    if (b) {
+      const address_t address = b->owner->base + b->offset;
+      cache->remember(address, b, b->stamp.load(std::memory_order_relaxed));
+      if (s.validating) validate();
+      return {address, b->size};
+    }
+  }
+  allocation a;
+  block* handed = nullptr;
   if (!s.uses_arena(size)) {
     std::lock_guard lock(s.mutex);
     if (block* b = s.pool_for(size).take(size, queue)) [[likely]] {
-      return s.on_allocated(b, bytes, true);
+      a = s.on_allocated(b, bytes, true);
+      handed = b;
     }
   }
-  return s.allocate_slow(bytes, size, queue);
+  if (!handed) a = s.allocate_slow(bytes, size, queue, &handed);
+  if (cache) cache->remember(a.address, handed, handed->stamp.load(std::memory_order_relaxed));
+  return a;
 }
 
 void allocator::free(address_t address) {
   if (address == 0) return;
   state& s = *state_;
-  bool over_cache_limit;
-  {
-    std::lock_guard lock(s.mutex);
-    block* b = s.live.find(address);
-    if (!b) [[unlikely]] {
-      throw invalid_argument("[memkit::free] " + hex(address) + " is not a live block");
-    }
-    s.live.erase(address);
-    s.stats.active_bytes -= b->size;
-    s.stats.requested_bytes -= b->requested;
-    s.stats.cached_bytes = s.stats.reserved_bytes - s.stats.active_bytes;
-    s.stats.frees++;
-    s.stats.live_blocks--;
-    const std::uint64_t serial = ++s.free_serial;
-    s.queues[b->queue].last_free_serial = serial;
-    segment_pool& p = s.owner_pool(b);
-    if (!s.extra_uses.empty()) [[unlikely]] {
-      if (auto it = s.extra_uses.find(b); it != s.extra_uses.end()) {
-        for (queue_id q : it->second) s.queues[q].last_free_serial = serial;
-        it->second.push_back(b->queue);
-        s.deferred.push_back({b, std::move(it->second), serial});
-        s.extra_uses.erase(it);
-        p.defer(b);
-        if (s.validating) s.validate_locked();
+  if (s.thread_caching) {
+    // Fastest: park a block this thread holds in its cache, without the lock.
+    thread_cache* cache = s.get_thread_cache();
+    if (block* b = cache->recall(address); b && !b->used_elsewhere) {
+      cache->lock();
+      const bool parked = cache->push(b);
+      if (parked) {
+        cache->stats.active_delta -= static_cast<std::int64_t>(b->size);
+        cache->stats.requested_delta -= static_cast<std::int64_t>(b->requested);
+        cache->stats.frees++;
+        b->requested = 0;
+        b->stamp.store(0, std::memory_order_release);  // parked: not live to anyone
+      }
+      cache->unlock();
+      if (parked) {
+        if (s.validating) validate();
         return;
       }
     }
-    if (b->owner->virtual_range) {
-      s.arena_free(b, serial);
-    } else {
-      p.give_back(b, serial);
+  }
+  bool over_cache_limit;
+  {
+    std::lock_guard lock(s.mutex);
+    block* b = s.find_live(address);
+    if (!b) [[unlikely]] {
+      throw invalid_argument("[memkit::free] " + hex(address) + " is not a live block");
     }
+    s.free_locked(b, address);
     over_cache_limit = s.stats.cached_bytes > s.cache_limit;
     if (s.validating) s.validate_locked();
   }
   if (over_cache_limit) [[unlikely]] s.trim_cache();
 }
 
+void allocator::state::free_locked(block* b, address_t address) {
+  live.erase(address);
+  b->stamp.store(0, std::memory_order_release);
+  stats.active_bytes -= b->size;
+  stats.requested_bytes -= b->requested;
+  stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+  stats.frees++;
+  stats.live_blocks--;
+  const std::uint64_t serial = ++free_serial;
+  queues[b->queue].last_free_serial = serial;
+  segment_pool& p = owner_pool(b);
+  if (b->used_elsewhere) [[unlikely]] {
+    auto it = extra_uses.find(b);
+    for (queue_id q : it->second) queues[q].last_free_serial = serial;
+    it->second.push_back(b->queue);
+    deferred.push_back({b, std::move(it->second), serial});
+    extra_uses.erase(it);
+    b->used_elsewhere = false;
+    p.defer(b);
+    return;
+  }
+  if (b->owner->virtual_range) {
+    arena_free(b, serial);
+  } else {
+    p.give_back(b, serial);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Slow paths: growing, pressure, fences. Backend calls happen with the lock released.
 
-allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, queue_id queue) {
+allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, queue_id queue,
+                                           block** handed) {
   const bool in_arena = uses_arena(size);
   segment_pool& pool = pool_for(size);
   const std::size_t segment_size = in_arena ? 0 : segment_size_for(size);
   bool refreshed = false;
   bool waited = false;
+  bool flushed = false;
   bool backend_full = false;
   for (;;) {
     enum { grow, map_pages, release, refresh, wait } plan = grow;
@@ -163,6 +223,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       if (in_arena) {
         if (arena_take(size, queue, limit, request)) {
           if (request.pages.empty() && !request.must_wait) {
+            *handed = request.b;
             return on_allocated(request.b, bytes, true);
           }
           if (!request.pages.empty() && !refreshed && has_unsafe_blocks()) {
@@ -176,7 +237,10 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
           shortfall = request.shortfall;
         }
       } else {
-        if (block* b = pool.take(size, queue)) return on_allocated(b, bytes, true);
+        if (block* b = pool.take(size, queue)) {
+          *handed = b;
+          return on_allocated(b, bytes, true);
+        }
         shortfall = used + segment_size > limit ? used + segment_size - limit : 0;
       }
       if (in_arena && request.b) {
@@ -190,6 +254,11 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
                  releasable > 0 && (backend_full || releasable >= shortfall)) {
         release_until(backend_full ? 0 : stats.reserved_bytes - shortfall, released);
         backend_full = false;
+        plan = release;
+      } else if (!flushed && calculate_parked_locked() > 0) {
+        // Blocks parked in thread caches count too: give them back, then retry.
+        flush_thread_caches_locked();
+        flushed = true;
         plan = release;
       } else if (!waited && has_unsafe_blocks()) {
         plan = wait;
@@ -231,6 +300,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         }
         return true;
       });
+      *handed = b;
       return on_allocated(b, bytes, false);
     }
     const address_t base = device.allocate_segment(segment_size);
@@ -244,7 +314,8 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
     stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
     stats.backend_allocations++;
     stats.segments++;
-    return on_allocated(pool.add_segment(base, segment_size, size, queue), bytes, false);
+    *handed = pool.add_segment(base, segment_size, size, queue);
+    return on_allocated(*handed, bytes, false);
   }
 }
 
@@ -395,6 +466,7 @@ void allocator::state::trim_cache() {
   released_memory released;
   {
     std::lock_guard lock(mutex);
+    flush_thread_caches_locked();
     if (stats.cached_bytes > cache_limit) {
       release_until(stats.active_bytes + cache_limit, released);
     }
@@ -412,6 +484,7 @@ std::size_t allocator::set_memory_limit(std::size_t bytes) {
   s.refresh_fences();
   {
     std::lock_guard lock(s.mutex);
+    s.flush_thread_caches_locked();
     previous = s.memory_limit;
     s.memory_limit = bytes;
     if (s.stats.reserved_bytes > bytes) s.release_until(bytes, released);
@@ -465,31 +538,33 @@ std::size_t allocator::get_wired_limit() const {
 void allocator::record_use(address_t address, queue_id queue) {
   state& s = *state_;
   std::lock_guard lock(s.mutex);
-  block* b = s.live.find(address);
+  block* b = s.find_live(address);
   if (!b) throw invalid_argument("[memkit::record_use] " + hex(address) + " is not a live block");
   if (queue >= s.queues.size()) {
     throw invalid_argument("[memkit::record_use] queue " + std::to_string(queue) +
                            " does not exist");
   }
   if (queue == b->queue) return;
+  b->used_elsewhere = true;
   auto& uses = s.extra_uses[b];
   if (std::find(uses.begin(), uses.end(), queue) == uses.end()) uses.push_back(queue);
 }
 
 std::size_t allocator::get_size(address_t address) const {
   std::lock_guard lock(state_->mutex);
-  const block* b = state_->live.find(address);
+  const block* b = state_->find_live(address);
   if (!b) throw invalid_argument("[memkit::get_size] " + hex(address) + " is not a live block");
   return b->size;
 }
 
 statistics allocator::get_statistics() const {
   std::lock_guard lock(state_->mutex);
-  return state_->stats;
+  return state_->get_statistics_locked();
 }
 
 void allocator::reset_peak() {
   std::lock_guard lock(state_->mutex);
+  state_->flush_thread_caches_locked();  // the peaks then count no parked bytes
   statistics& st = state_->stats;
   st.peak_active_bytes = st.active_bytes;
   st.peak_requested_bytes = st.requested_bytes;
@@ -502,7 +577,15 @@ void allocator::clear_cache() {
   state::released_memory released;
   {
     std::lock_guard lock(s.mutex);
+    s.flush_thread_caches_locked();
     s.release_until(0, released);
+  }
+  s.give_back(released);
+  // Blocks parked since were freed behind fences not yet recorded: one more pass.
+  s.refresh_fences();
+  {
+    std::lock_guard lock(s.mutex);
+    s.release_until(0, released = {});
   }
   s.give_back(released);
 }
@@ -531,7 +614,9 @@ std::vector<segment_view> allocator::calculate_segments() const {
 }
 
 statistics allocator::state::recount_locked() const {
-  statistics counted = stats;
+  // Caches stay locked through the walk: their threads write the blocks they park.
+  const caches_locked guard(caches);
+  statistics counted = get_statistics_locked_unlocked_caches();
   std::size_t live_bytes = 0, free_bytes = 0, live_blocks = 0, requested = 0;
   small.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
   large.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
@@ -541,29 +626,35 @@ statistics allocator::state::recount_locked() const {
     arena->range.validate(&live_bytes, &unmapped_addresses, &live_blocks, &requested);
     reserved += (arena->mapped_pages + arena->held_unmapped) * arena->page_size;
   }
-  counted.active_bytes = live_bytes;
+  std::size_t parked_bytes = 0, parked_blocks = 0;
+  for (thread_cache* cache : caches) {
+    parked_bytes += cache->get_parked_bytes();
+    parked_blocks += cache->get_parked_count();
+  }
+  counted.active_bytes = live_bytes - parked_bytes;
   counted.requested_bytes = requested;
   counted.reserved_bytes = reserved;
-  counted.cached_bytes = reserved - live_bytes;
-  counted.live_blocks = live_blocks;
+  counted.cached_bytes = reserved - counted.active_bytes;
+  counted.live_blocks = live_blocks - parked_blocks;
   counted.segments = small.get_segments().size() + large.get_segments().size();
   return counted;
 }
 
 void allocator::state::validate_locked() const {
   const statistics counted = recount_locked();
+  const statistics totals = get_statistics_locked();
   auto check = [](bool ok, const char* what) {
     if (!ok) throw invariant_violation(std::string("[memkit::validate] ") + what);
   };
-  check(counted.active_bytes == stats.active_bytes, "active_bytes differs from the blocks");
-  check(counted.requested_bytes == stats.requested_bytes, "requested_bytes differs");
-  check(counted.reserved_bytes == stats.reserved_bytes, "reserved_bytes differs from segments");
-  check(counted.cached_bytes == stats.cached_bytes, "cached_bytes differs from free blocks");
-  check(counted.live_blocks == stats.live_blocks, "live_blocks differs");
-  check(counted.segments == stats.segments, "segment count differs");
+  check(counted.active_bytes == totals.active_bytes, "active_bytes differs from the blocks");
+  check(counted.requested_bytes == totals.requested_bytes, "requested_bytes differs");
+  check(counted.reserved_bytes == totals.reserved_bytes, "reserved_bytes differs from segments");
+  check(counted.cached_bytes == totals.cached_bytes, "cached_bytes differs from free blocks");
+  check(counted.live_blocks == totals.live_blocks, "live_blocks differs");
+  check(counted.segments == totals.segments, "segment count differs");
   check(live.size() == stats.live_blocks, "the address map and the live blocks disagree");
-  check(stats.peak_active_bytes >= stats.active_bytes, "peak active below active");
-  check(stats.peak_reserved_bytes >= stats.reserved_bytes, "peak reserved below reserved");
+  check(totals.peak_active_bytes >= totals.active_bytes, "peak active below active");
+  check(totals.peak_reserved_bytes >= totals.reserved_bytes, "peak reserved below reserved");
   live.for_each([&](address_t address, const block* b) {
     check(b->live && b->owner->base + b->offset == address, "a live entry points at a wrong block");
   });

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocator/thread_cache.hpp"
 #include "memkit/allocator.hpp"
 #include "placement/page_map.hpp"
 #include "pools/address_map.hpp"
@@ -97,8 +98,38 @@ struct allocator::state {
   std::size_t wired_limit = 0;
   std::size_t reserving = 0;                // bytes being allocated outside the lock
   std::uint64_t free_serial = 0;            // frees so far
+  std::uint64_t stamp_counter = 0;          // hand-outs so far: each live block's stamp
   bool validating = false;
+  bool thread_caching = true;               // small frees park in per-thread caches
+  const std::uint64_t id;                   // unique per allocator, for thread-local lookup
+  std::vector<thread_cache*> caches;        // every thread's cache; guarded by the registry
 
+  // Thread caches (allocator/thread_caches.cpp).
+  thread_cache* get_thread_cache() {
+    if (last_cache.id == id) return last_cache.cache;
+    return get_thread_cache_slow();
+  }
+  thread_cache* get_thread_cache_slow();
+  // Under the lock: folds every cache's counters into stats and gives its blocks
+  // back to the pools. Returns the bytes that were parked.
+  std::size_t flush_thread_caches_locked();
+  void flush_thread_cache_locked(thread_cache& cache);
+  std::size_t calculate_parked_locked(std::size_t* blocks = nullptr) const;
+  // stats with every cache's counters added (under the lock).
+  statistics get_statistics_locked() const;
+  statistics get_statistics_locked_unlocked_caches() const;  // caches already locked
+  void detach_thread_caches();
+  struct cached_lookup {
+    std::uint64_t id = 0;
+    thread_cache* cache = nullptr;
+  };
+  static thread_local cached_lookup last_cache;
+
+  // A live block by address; parked blocks (stamp 0) are not live to callers.
+  block* find_live(address_t address) const {
+    block* b = live.find(address);
+    return b && b->stamp.load(std::memory_order_acquire) != 0 ? b : nullptr;
+  }
   segment_pool& pool_for(std::size_t size) { return size <= pools::kSmallRequest ? small : large; }
   segment_pool& owner_pool(const block* b) {
     return b->owner->small ? small : b->owner->virtual_range ? arena->range : large;
@@ -107,7 +138,9 @@ struct allocator::state {
   std::size_t segment_size_for(std::size_t size) const;
 
   allocation on_allocated(block* b, std::size_t bytes, bool hit);
-  allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue);
+  // `handed` receives the block, for the thread cache to remember.
+  allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue, block** handed);
+  void free_locked(block* b, address_t address);
   void refresh_fences();
   bool wait_for_queued_work();
   bool has_unsafe_blocks() const;

@@ -26,7 +26,7 @@ class free_index {
   static constexpr std::uint32_t kSub = 1u << kSubBits;
   static constexpr int kLevels = 64 - kSubBits + 1;
 
-  static std::uint32_t bin_of(std::uint64_t size) {
+  static constexpr std::uint32_t bin_of(std::uint64_t size) {
     if (size < kSub) return static_cast<std::uint32_t>(size);
     const int msb = 63 - std::countl_zero(size);
     const auto level = static_cast<std::uint32_t>(msb - kSubBits + 1);

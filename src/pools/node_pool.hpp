@@ -1,5 +1,7 @@
 // Fixed-size records recycled through a free list, so splitting and merging
-// blocks on the hot path never calls the system allocator.
+// blocks on the hot path never calls the system allocator. Records are built
+// once and never destroyed until the pool is: a recycled record is reset with
+// T::reset(), which leaves any field other threads may read atomically alone.
 #pragma once
 
 #include <memory>
@@ -11,34 +13,22 @@ template <class T>
 class node_pool {
  public:
   T* make() {
-    if (!free_) grow();
-    Slot* slot = free_;
-    free_ = slot->next;
-    return new (slot->storage) T();
+    if (free_.empty()) grow();
+    T* node = free_.back();
+    free_.pop_back();
+    node->reset();
+    return node;
   }
-  void recycle(T* node) {
-    node->~T();
-    auto* slot = reinterpret_cast<Slot*>(node);
-    slot->next = free_;
-    free_ = slot;
-  }
+  void recycle(T* node) { free_.push_back(node); }
 
  private:
-  union Slot {
-    Slot* next;
-    alignas(T) unsigned char storage[sizeof(T)];
-  };
   void grow() {
     constexpr std::size_t kChunk = 256;
-    chunks_.push_back(std::make_unique<Slot[]>(kChunk));
-    Slot* chunk = chunks_.back().get();
-    for (std::size_t i = 0; i < kChunk; ++i) {
-      chunk[i].next = free_;
-      free_ = &chunk[i];
-    }
+    chunks_.push_back(std::make_unique<T[]>(kChunk));
+    for (std::size_t i = 0; i < kChunk; ++i) free_.push_back(&chunks_.back()[i]);
   }
-  Slot* free_ = nullptr;
-  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  std::vector<T*> free_;
+  std::vector<std::unique_ptr<T[]>> chunks_;
 };
 
 }  // namespace memkit::pools

@@ -240,7 +240,7 @@ void segment_pool::validate(std::size_t* live_bytes, std::size_t* free_bytes,
         *live_bytes += b->size;
         *requested_bytes += b->requested;
         if (b->indexed) fail("a live block is in the free index");
-        if (b->requested == 0 || b->requested > b->size) fail("a live block's request is wrong");
+        if (b->requested > b->size) fail("a live block asks for more than it holds");
       } else {
         *free_bytes += b->size;
         if (b->deferred == b->indexed) fail("a free block is neither indexed nor deferred");

@@ -3,6 +3,7 @@
 // include/memkit/allocator.hpp; this file holds the records and their operations.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -29,9 +30,26 @@ struct block : placement::range_node {
   queue_id queue = 0;              // live: queue it serves; free: queue that used it last
   bool live = false;               // handed out
   bool deferred = false;           // free but waiting for other queues' recorded uses
+  bool used_elsewhere = false;     // live and record_use named another queue
   std::uint32_t unmerged_slot = kNotListed;  // place in the list of blocks left apart
+  // Live: a number unique to this hand-out; free: 0. Read without the lock by a
+  // thread cache checking that a block it handed out was not freed elsewhere.
+  std::atomic<std::uint64_t> stamp{0};
+
   bool is_listed() const { return unmerged_slot != kNotListed; }
   static constexpr std::uint32_t kNotListed = ~0u;
+  // Back to a fresh record; the stamp is left to the allocator.
+  void reset() {
+    static_cast<placement::range_node&>(*this) = placement::range_node{};
+    owner = nullptr;
+    requested = 0;
+    free_serial = 0;
+    queue = 0;
+    live = false;
+    deferred = false;
+    used_elsewhere = false;
+    unmerged_slot = kNotListed;
+  }
 };
 
 struct segment {

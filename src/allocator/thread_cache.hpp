@@ -1,0 +1,148 @@
+// Per-thread caches of small free blocks in front of the shared pools.
+//
+// A thread cache parks blocks its thread frees and hands them back to the same
+// thread without the allocator's lock. Parked blocks stay live in the pools'
+// view; the cache keeps the difference in its own counters:
+//   true active bytes    == stats.active_bytes    + sum(cache.active_delta)
+//   true requested bytes == stats.requested_bytes + sum(cache.requested_delta)
+//   sum(cache.active_delta) == -sum(parked bytes) <= 0
+// so stats.peak_active_bytes, tracked on the shared counter, is an upper bound
+// of the true peak, exact whenever the caches are empty. Flushing a cache (thread
+// exit, pressure, clear_cache, reset_peak, limits) folds its counters into the
+// shared ones and gives its blocks back to the pools.
+//
+// Locking: each cache has a spin lock its own thread takes on every call
+// (uncontended) and other threads take only to flush it; the order is the
+// allocator's mutex, then a cache's lock.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "placement/free_index.hpp"
+#include "pools/segment_pool.hpp"
+
+namespace memkit {
+
+class thread_cache {
+ public:
+  static constexpr std::size_t kMaxBlock = pools::kSmallRequest;  // blocks it parks
+  static constexpr std::size_t kMaxBytes = std::size_t{8} << 20;  // parked bytes at most
+  static constexpr std::uint32_t kPerBin = 8;                     // blocks a bin holds
+  static constexpr std::uint32_t kBins = placement::free_index::bin_of(kMaxBlock) + 1;
+
+  struct parked {
+    pools::block* b = nullptr;
+    queue_id queue = 0;
+  };
+  struct counters {
+    std::int64_t active_delta = 0;     // bytes: minus those parked
+    std::int64_t requested_delta = 0;
+    std::uint64_t allocations = 0;     // served from the cache
+    std::uint64_t frees = 0;           // parked
+  };
+
+  thread_cache(std::uint64_t allocator_id, std::uint64_t cache_number)
+      : allocator_id_(allocator_id), cache_number_(cache_number) {}
+
+  void lock() {
+    while (lock_.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  void unlock() { lock_.clear(std::memory_order_release); }
+
+  // A parked block of at least `size` bytes for `queue`, wasting no more than
+  // the pools' bound allows (caller holds the lock).
+  pools::block* pop(std::size_t size, queue_id queue) {
+    const std::uint32_t last =
+        placement::free_index::bin_of(size + std::min(size / 2, pools::kSmallWaste));
+    for (std::uint32_t bin = placement::free_index::bin_of(size); bin <= last && bin < kBins;
+         ++bin) {
+      std::uint32_t& n = count_[bin];
+      if (n == 0) continue;
+      const parked& top = bins_[bin][n - 1];
+      pools::block* b = top.b;
+      if (top.queue != queue || b->size < size || !pools::may_leave_unsplit(b->size, size, true))
+        continue;
+      --n;
+      parked_bytes_ -= b->size;
+      --parked_count_;
+      return b;
+    }
+    return nullptr;
+  }
+
+  // A stamp no other hand-out has had: this cache's number in the high bits.
+  std::uint64_t next_stamp() { return (cache_number_ << 44) | ++stamps_; }
+
+  // Parks a block this thread freed; false when full (caller holds the lock).
+  bool push(pools::block* b) {
+    const std::uint32_t bin = placement::free_index::bin_of(b->size);
+    std::uint32_t& n = count_[bin];
+    if (n == kPerBin || parked_bytes_ + b->size > kMaxBytes) return false;
+    bins_[bin][n++] = {b, b->queue};
+    parked_bytes_ += b->size;
+    ++parked_count_;
+    return true;
+  }
+
+  // Takes every parked block out (caller holds the lock).
+  template <class F>
+  void drain(F&& give_back) {
+    for (std::uint32_t bin = 0; bin < kBins; ++bin) {
+      for (std::uint32_t i = 0; i < count_[bin]; ++i) give_back(bins_[bin][i].b);
+      count_[bin] = 0;
+    }
+    parked_bytes_ = 0;
+    parked_count_ = 0;
+  }
+
+  // Blocks this thread holds, by address, with the stamp they were handed out with.
+  void remember(address_t address, pools::block* b, std::uint64_t stamp);
+  // The block at `address` if this thread holds it and nobody freed it since.
+  pools::block* recall(address_t address);
+
+  counters stats;                    // guarded by the lock
+  std::uint64_t get_allocator_id() const { return allocator_id_; }
+  std::size_t get_parked_bytes() const { return parked_bytes_; }
+  std::size_t get_parked_count() const { return parked_count_; }
+  void* owner = nullptr;             // the allocator state, null once it is gone
+
+ private:
+  struct held {
+    address_t address = 0;
+    pools::block* b = nullptr;
+    std::uint64_t stamp = 0;
+  };
+  std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
+  std::uint64_t allocator_id_;
+  std::uint64_t cache_number_;  // >= 1; the shared path's stamps use 0
+  std::uint64_t stamps_ = 0;
+  std::size_t parked_bytes_ = 0;
+  std::size_t parked_count_ = 0;
+  std::array<std::uint32_t, kBins> count_{};
+  std::array<std::array<parked, kPerBin>, kBins> bins_{};
+  std::vector<held> held_ = std::vector<held>(1024);  // open addressing, half full at most
+  std::size_t held_count_ = 0;
+};
+
+// Holds every cache of a list locked for a scope.
+class caches_locked {
+ public:
+  explicit caches_locked(const std::vector<thread_cache*>& caches) : caches_(caches) {
+    for (thread_cache* c : caches_) c->lock();
+  }
+  ~caches_locked() {
+    for (thread_cache* c : caches_) c->unlock();
+  }
+  caches_locked(const caches_locked&) = delete;
+  caches_locked& operator=(const caches_locked&) = delete;
+
+ private:
+  const std::vector<thread_cache*>& caches_;
+};
+
+}  // namespace memkit
