@@ -54,8 +54,11 @@ class allocator_under_test {
 
 class memkit_under_test final : public allocator_under_test {
  public:
-  explicit memkit_under_test(cudaStream_t stream) : stream_(stream) { reset(); }
-  const char* get_name() const override { return "memkit"; }
+  memkit_under_test(cudaStream_t stream, memkit::pool_policy policy, const char* name)
+      : stream_(stream), policy_(policy), name_(name) {
+    reset();
+  }
+  const char* get_name() const override { return name_; }
   void* allocate(std::size_t bytes) override {
     // The stream lookup is part of the cost, as in the PyTorch integration.
     return reinterpret_cast<void*>(
@@ -69,11 +72,14 @@ class memkit_under_test final : public allocator_under_test {
   }
   void reset() override {
     allocator_.reset();  // gives every segment back
-    allocator_ = std::make_unique<memkit::allocator>(backend_);
+    allocator_ =
+        std::make_unique<memkit::allocator>(backend_, memkit::allocator_options{.policy = policy_});
   }
 
  private:
   cudaStream_t stream_;
+  memkit::pool_policy policy_;
+  const char* name_;
   memkit::cuda_backend backend_;
   std::unique_ptr<memkit::allocator> allocator_;
 };
@@ -285,7 +291,12 @@ int main(int argc, char** argv) {
   std::printf("device %s, CUDA driver API %d, runtime %d\n", props.name, driver, runtime);
 
   std::vector<std::unique_ptr<allocator_under_test>> allocators;
-  allocators.push_back(std::make_unique<memkit_under_test>(stream));
+  // memkit's automatic policy (the virtual-memory arena where the device has it) and
+  // its segment pools.
+  allocators.push_back(
+      std::make_unique<memkit_under_test>(stream, memkit::pool_policy::automatic, "memkit"));
+  allocators.push_back(std::make_unique<memkit_under_test>(stream, memkit::pool_policy::segments,
+                                                           "memkit-segments"));
 #if MEMKIT_BENCH_TORCH
   allocators.push_back(std::make_unique<torch_under_test>(stream));
 #else

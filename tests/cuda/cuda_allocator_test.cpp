@@ -68,7 +68,6 @@ TEST_F(cuda_allocator_test, another_stream_gets_other_memory_while_the_first_has
     alloc.free(b.address);
   }
   ASSERT_EQ(cudaStreamSynchronize(first_), cudaSuccess);
-  EXPECT_GE(device.get_counters().events_recorded, 1u);
 }
 
 TEST_F(cuda_allocator_test, a_block_recorded_on_another_stream_waits_for_it) {

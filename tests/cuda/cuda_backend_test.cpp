@@ -182,6 +182,7 @@ TEST_F(cuda_backend_test, virtual_memory_maps_pages_into_a_reserved_range) {
   // A page survives unmapping: map it elsewhere in the range and read it there.
   device.unmap(base + 2 * page, page);
   device.map(base + 5 * page, pages[2], page);
+  device.set_access(base + 5 * page, page);
   EXPECT_EQ(read_back(base + 5 * page, page)[page - 1], 3);
   device.unmap(base, 2 * page);
   device.unmap(base + 5 * page, page);
@@ -197,6 +198,33 @@ TEST_F(cuda_backend_test, virtual_memory_rejects_sizes_off_the_granularity) {
   EXPECT_THROW(device.reserve_range(4096), invalid_argument);
   cuda_backend host(cuda_options{.memory = cuda_memory::pinned_host});
   EXPECT_THROW(host.reserve_range(std::size_t{2} << 20), invalid_argument);
+}
+
+TEST_F(cuda_backend_test, transfers_fill_and_copy_run_on_the_stream) {
+  cuda_backend device;
+  const std::size_t bytes = std::size_t{2} << 20;
+  const address_t a = device.allocate_segment(bytes);
+  const address_t b = device.allocate_segment(bytes);
+  ASSERT_NE(a, 0u);
+  ASSERT_NE(b, 0u);
+  device.fill(a, 1024, 0x01020304u, 0);
+  std::vector<std::uint32_t> words(256);
+  device.copy_to_host(words.data(), a, 1024, 0);
+  EXPECT_EQ(words[0], 0x01020304u);
+  EXPECT_EQ(words[255], 0x01020304u);
+  const bool flags[4] = {true, false, true, true};
+  device.copy_to_device(a, flags, 4, 0, element_conversion::bool32);
+  device.copy(b, a, 16, 0);
+  std::uint32_t device_words[4] = {};
+  device.copy_to_host(device_words, b, 16, 0);
+  EXPECT_EQ(device_words[0], 1u);
+  EXPECT_EQ(device_words[1], 0u);
+  bool back[4] = {};
+  device.copy_to_host(back, b, 4, 0, element_conversion::bool32);
+  EXPECT_TRUE(back[0] && !back[1] && back[2] && back[3]);
+  EXPECT_THROW(device.fill(a, 6, 0, 0), invalid_argument);
+  device.free_segment(a, bytes);
+  device.free_segment(b, bytes);
 }
 
 TEST_F(cuda_backend_test, an_unusable_device_is_a_clear_error) {

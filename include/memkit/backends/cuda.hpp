@@ -87,11 +87,19 @@ class cuda_backend final : public backend {
   page_id create_page(std::size_t bytes) override;
   void release_page(page_id page, std::size_t bytes) override;
   void map(address_t at, page_id page, std::size_t bytes) override;
+  void set_access(address_t at, std::size_t bytes) override;
   void unmap(address_t at, std::size_t bytes) override;
 
-  // Maps `pages`, each `page_bytes` long, back to back from `at`, and sets access
-  // once over the whole span: cuMemSetAccess costs ~30 us a call, far more than
-  // cuMemMap. (Proposed for the backend interface, default: map() each page.)
+  // Transfers and fills, queued on the queue's stream.
+  void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,
+                      element_conversion conversion = element_conversion::none) override;
+  void copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
+                    element_conversion conversion = element_conversion::none) override;
+  void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override;
+  void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override;
+
+  // Maps `pages`, each `page_bytes` long, back to back from `at`, then sets access
+  // once over the whole span (cuMemSetAccess costs ~30 us a call, cuMemMap ~1 us).
   void map_pages(address_t at, std::span<const page_id> pages, std::size_t page_bytes);
 
   // The queue of a stream, registered on first sight (cheap once registered).

@@ -78,36 +78,40 @@ void cuda_backend::release_page(page_id page, std::size_t) {
 }
 
 void cuda_backend::map(address_t at, page_id page, std::size_t bytes) {
-  map_pages(at, std::span<const page_id>(&page, 1), bytes);
-}
-
-void cuda_backend::map_pages(address_t at, std::span<const page_id> pages, std::size_t page_bytes) {
   state& s = *state_;
   const cuda_detail::driver_api& api = require_driver(s, "map");
   check_granular(s, "map", "address", at);
-  check_granular(s, "map", "size", page_bytes);
-  if (pages.empty()) return;
-  cuda_detail::device_scope scope(s.options.device);
-  std::size_t mapped = 0;
-  for (const page_id page : pages) {
-    const CUresult result =
-        api.mem_map(static_cast<CUdeviceptr>(at + mapped * page_bytes), page_bytes, 0,
-                    static_cast<CUmemGenericAllocationHandle>(page), 0);
-    if (result != CUDA_SUCCESS) {
-      // Leave nothing half done: unmap what this call mapped.
-      if (mapped) api.mem_unmap(static_cast<CUdeviceptr>(at), mapped * page_bytes);
-      check_driver(s, "map", "cuMemMap", result);
-    }
-    ++mapped;
-    s.counters.maps++;
-  }
-  const CUresult result =
-      api.mem_set_access(static_cast<CUdeviceptr>(at), mapped * page_bytes, &s.access, 1);
-  if (result != CUDA_SUCCESS) {
-    api.mem_unmap(static_cast<CUdeviceptr>(at), mapped * page_bytes);
-    check_driver(s, "map", "cuMemSetAccess", result);
-  }
+  check_granular(s, "map", "size", bytes);
+  check_driver(s, "map", "cuMemMap",
+               api.mem_map(static_cast<CUdeviceptr>(at), bytes, 0,
+                           static_cast<CUmemGenericAllocationHandle>(page), 0));
+  s.counters.maps++;
+}
+
+void cuda_backend::set_access(address_t at, std::size_t bytes) {
+  state& s = *state_;
+  const cuda_detail::driver_api& api = require_driver(s, "set_access");
+  check_granular(s, "set_access", "address", at);
+  check_granular(s, "set_access", "size", bytes);
+  check_driver(s, "set_access", "cuMemSetAccess",
+               api.mem_set_access(static_cast<CUdeviceptr>(at), bytes, &s.access, 1));
   s.counters.access_sets++;
+}
+
+void cuda_backend::map_pages(address_t at, std::span<const page_id> pages, std::size_t page_bytes) {
+  if (pages.empty()) return;
+  std::size_t mapped = 0;
+  try {
+    for (const page_id page : pages) {
+      map(at + mapped * page_bytes, page, page_bytes);
+      ++mapped;
+    }
+    set_access(at, mapped * page_bytes);
+  } catch (...) {
+    // Leave nothing half done: unmap what this call mapped.
+    if (mapped) state_->driver->mem_unmap(static_cast<CUdeviceptr>(at), mapped * page_bytes);
+    throw;
+  }
 }
 
 void cuda_backend::unmap(address_t at, std::size_t bytes) {

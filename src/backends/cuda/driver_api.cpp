@@ -41,6 +41,7 @@ const driver_api* get_driver_api(std::string* why) {
     ok &= look_up("cuMemUnmap", api.mem_unmap, failure);
     ok &= look_up("cuMemSetAccess", api.mem_set_access, failure);
     ok &= look_up("cuMemGetAllocationGranularity", api.mem_get_allocation_granularity, failure);
+    ok &= look_up("cuMemsetD32Async", api.memset_d32_async, failure);
     ok &= look_up("cuDeviceGetAttribute", api.device_get_attribute, failure);
     ok &= look_up("cuGetErrorName", api.get_error_name, failure);
     loaded = ok;

@@ -20,6 +20,7 @@ struct driver_api {
   PFN_cuMemUnmap_v10020 mem_unmap = nullptr;
   PFN_cuMemSetAccess_v10020 mem_set_access = nullptr;
   PFN_cuMemGetAllocationGranularity_v10020 mem_get_allocation_granularity = nullptr;
+  PFN_cuMemsetD32Async_v3020 memset_d32_async = nullptr;
   PFN_cuDeviceGetAttribute_v2000 device_get_attribute = nullptr;
   PFN_cuGetErrorName_v6000 get_error_name = nullptr;
 };
