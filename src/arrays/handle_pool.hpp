@@ -21,6 +21,8 @@ struct pool_block : placement::range_node {
   std::uint32_t buffer = 0;
   std::uint64_t requested = 0;  // the handle's bytes while live
   bool live = false;
+
+  void reset() { *this = pool_block{}; }  // node_pool recycles records through it
 };
 
 struct pool_buffer {
