@@ -385,36 +385,65 @@ bool part_search::prepare_node() {
   return check_section_starts();
 }
 
+void part_search::sort_elevated() {
+  // Highest start first. Starts are multiples of the granule below the capacity, so
+  // when the range is short a counting sort is much cheaper than comparisons.
+  const std::int64_t buckets = (capacity_ - level_) / granule_ + 1;
+  if (buckets > 4 * static_cast<std::int64_t>(elevated_.size()) + 256) {
+    std::sort(elevated_.begin(), elevated_.end(),
+              [](const start_entry& a, const start_entry& b) { return a.start > b.start; });
+    return;
+  }
+  bucket_counts_.assign(static_cast<std::size_t>(buckets) + 1, 0);
+  const auto bucket_of = [&](const start_entry& e) {
+    return static_cast<std::size_t>((capacity_ - e.start) / granule_);
+  };
+  for (const start_entry& e : elevated_) ++bucket_counts_[bucket_of(e) + 1];
+  for (std::size_t k = 1; k < bucket_counts_.size(); ++k) bucket_counts_[k] += bucket_counts_[k - 1];
+  sorted_elevated_.resize(elevated_.size());
+  for (const start_entry& e : elevated_) sorted_elevated_[bucket_counts_[bucket_of(e)]++] = e;
+  elevated_.swap(sorted_elevated_);
+}
+
 bool part_search::check_section_starts() {
-  // The lowest offset each unplaced buffer can still take: a candidate may go at the
-  // level, one resting higher at its offset_floor, and one that may not go at the
-  // level (banned, or waiting below it) only on top of something placed from now on.
-  ordered_starts_.clear();
+  // The lowest offset each unplaced buffer can still take ("start"): a candidate may
+  // go at the level, one resting higher at its offset_floor, and one that may not go
+  // at the level (banned, or waiting below it) only on top of something placed from
+  // now on, so a granule above the level at least.
+  //
+  // For every section and every x, the buffers live there that cannot start below x
+  // must fit between x and the capacity. Only three kinds of x can bind: the section's
+  // own floor (everything is above it), level + granule (all but the candidates are
+  // above it) and the start of each buffer raised above that ("elevated").
+  std::fill(section_start_.begin(), section_start_.end(), 0);  // bytes that may start at the level
+  elevated_.clear();
+  const std::int64_t above_level = level_ + granule_;
   for (const std::uint32_t b : unplaced_) {
     std::int64_t start = offset_floor_[b];
-    if (start < level_ || (start == level_ && banned_at_[b] == level_)) start = level_ + granule_;
+    if (start < level_ || (start == level_ && banned_at_[b] == level_)) start = above_level;
     if (start + size_[b] > capacity_) return false;
-    ordered_starts_.push_back({start, b});
+    if (start == level_) {
+      for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) section_start_[s] += size_[b];
+    } else if (start > above_level) {
+      elevated_.push_back({start, b});
+    }
   }
-  // For every section and every x: the buffers live there that cannot start below x
-  // must fit between x and the capacity. Walk the buffers from the highest start down,
-  // accumulating per section; the check at each buffer's start covers every x.
-  std::sort(ordered_starts_.begin(), ordered_starts_.end(),
-            [](const start_entry& a, const start_entry& b) { return a.start > b.start; });
-  std::fill(section_start_.begin(), section_start_.end(), 0);  // bytes accumulated
-  for (const start_entry& entry : ordered_starts_) {
+  for (std::size_t s = 0; s < section_count_; ++s) {
+    if (remaining_[s] == 0) continue;
+    const std::int64_t base = std::max({floor_[s], lower_bound_[s], level_});
+    if (base + remaining_[s] > capacity_) return false;
+    if (above_level + remaining_[s] - section_start_[s] > capacity_) return false;
+  }
+  if (elevated_.empty()) return true;
+  sort_elevated();
+  std::fill(section_start_.begin(), section_start_.end(), 0);  // now: elevated bytes so far
+  for (const start_entry& entry : elevated_) {
     const std::uint32_t b = entry.buffer;
     const std::int64_t room = capacity_ - entry.start;
     for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) {
       section_start_[s] += size_[b];
       if (section_start_[s] > room) return false;
     }
-  }
-  // And everything left in a section sits above its floor.
-  for (std::size_t s = 0; s < section_count_; ++s) {
-    if (remaining_[s] == 0) continue;
-    const std::int64_t start = std::max({floor_[s], lower_bound_[s], level_});
-    if (start + remaining_[s] > capacity_) return false;
   }
   return true;
 }

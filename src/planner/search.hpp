@@ -112,7 +112,10 @@ class part_search {
     std::int64_t start;
     std::uint32_t buffer;
   };
-  std::vector<start_entry> ordered_starts_;
+  std::vector<start_entry> elevated_;         // buffers that cannot start near the level
+  std::vector<start_entry> sorted_elevated_;
+  std::vector<std::uint32_t> bucket_counts_;
+  void sort_elevated();
 
   // Nogoods: the states met when the level rises are fully described by the placed
   // set, the floors at or above the level and the level (bans and raised bounds of the
