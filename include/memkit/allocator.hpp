@@ -69,6 +69,7 @@ struct allocator_options {
   std::size_t cache_limit = 0;   // 0: the memory limit
   std::size_t wired_limit = 0;   // 0: none wired
   bool validate = false;         // check every invariant after every operation
+  bool thread_cache = true;      // park small freed blocks in a per-thread cache
 };
 
 // A view of the allocator's layout, for reports (the segment map of memkit replay).

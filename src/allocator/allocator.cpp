@@ -32,6 +32,7 @@ allocator::state::state(backend& b, const allocator_options& options)
   cache_limit = options.cache_limit ? options.cache_limit : memory_limit;
   wired_limit = options.wired_limit;
   validating = options.validate;
+  thread_caching = options.thread_cache;
 #ifdef MEMKIT_VALIDATE_DEFAULT
   validating = true;
 #endif

@@ -30,7 +30,7 @@ namespace memkit {
 class thread_cache {
  public:
   static constexpr std::size_t kMaxBlock = pools::kSmallRequest;  // blocks it parks
-  static constexpr std::size_t kMaxBytes = std::size_t{8} << 20;  // parked bytes at most
+  static constexpr std::size_t kMaxBytes = std::size_t{2} << 20;  // parked bytes at most
   static constexpr std::uint32_t kPerBin = 8;                     // blocks a bin holds
   static constexpr std::uint32_t kBins = placement::free_index::bin_of(kMaxBlock) + 1;
 

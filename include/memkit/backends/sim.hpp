@@ -118,11 +118,18 @@ class sim_backend final : public backend {
   std::vector<std::uint64_t> submitted_;  // per queue
   std::vector<std::uint64_t> completed_;  // per queue
   std::map<address_t, std::size_t> segments_;
-  std::map<address_t, std::size_t> ranges_;     // reserved address ranges
-  std::map<page_id, std::size_t> pages_;        // physical pages and their bytes
-  std::map<address_t, page_id> mappings_;       // granule address -> physical page
-  std::map<page_id, std::size_t> mapped_pages_; // physical page -> granules mapping it
-  page_id next_page_ = 1;
+  struct range {
+    address_t base;
+    std::size_t bytes;
+    std::vector<page_id> mapped;  // per granule: the physical page there, 0 if none
+  };
+  struct physical_page {
+    std::size_t bytes = 0;        // 0 once released
+    std::size_t mappings = 0;     // granules it is mapped at
+  };
+  range* find_range(address_t at, std::size_t bytes);
+  std::vector<range> ranges_;               // reserved address ranges
+  std::vector<physical_page> pages_{1};     // by page id; id 0 is never used
   address_t next_address_;
   std::size_t wired_limit_ = 0;
   mutable sim_counters counters_;

@@ -1,6 +1,5 @@
 // The simulated device's virtual-memory primitive: address ranges, physical pages
 // and mappings, checked and counted, never touched.
-#include <iterator>
 #include <string>
 
 #include "memkit/backends/sim.hpp"
@@ -14,13 +13,20 @@ namespace {
 }
 }  // namespace
 
+sim_backend::range* sim_backend::find_range(address_t at, std::size_t bytes) {
+  for (range& r : ranges_) {
+    if (at >= r.base && at + bytes <= r.base + r.bytes) return &r;
+  }
+  return nullptr;
+}
+
 address_t sim_backend::reserve_range(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   const std::size_t g = facts_.granularity;
   if (bytes == 0 || bytes % g) refuse("reserve_range", "size is not a multiple of the granularity");
   const address_t base = next_address_;
   next_address_ += bytes + g;
-  ranges_.emplace(base, bytes);
+  ranges_.push_back({base, bytes, std::vector<page_id>(bytes / g, 0)});
   counters_.ranges_reserved++;
   counters_.simulated_ns += options_.reserve_ns;
   return base;
@@ -28,22 +34,24 @@ address_t sim_backend::reserve_range(std::size_t bytes) {
 
 void sim_backend::release_range(address_t base, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  auto it = ranges_.find(base);
-  if (it == ranges_.end() || it->second != bytes) refuse("release_range", "no such range");
-  auto m = mappings_.lower_bound(base);
-  if (m != mappings_.end() && m->first < base + bytes) refuse("release_range", "pages still mapped");
-  ranges_.erase(it);
+  range* r = find_range(base, bytes);
+  if (!r || r->base != base || r->bytes != bytes) refuse("release_range", "no such range");
+  for (page_id p : r->mapped) {
+    if (p) refuse("release_range", "pages still mapped");
+  }
+  ranges_.erase(ranges_.begin() + (r - ranges_.data()));
 }
 
 page_id sim_backend::create_page(std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  if (bytes == 0 || bytes % facts_.granularity) refuse("create_page", "size is not a multiple of the granularity");
+  if (bytes == 0 || bytes % facts_.granularity)
+    refuse("create_page", "size is not a multiple of the granularity");
   if (counters_.reserved_bytes + counters_.page_bytes + bytes > facts_.capacity) {
     counters_.failed_allocs++;
     return 0;
   }
-  const page_id page = next_page_++;
-  pages_.emplace(page, bytes);
+  const page_id page = pages_.size();
+  pages_.push_back({bytes, 0});
   counters_.pages_created++;
   counters_.page_bytes += bytes;
   const std::size_t held = counters_.reserved_bytes + counters_.page_bytes;
@@ -54,10 +62,10 @@ page_id sim_backend::create_page(std::size_t bytes) {
 
 void sim_backend::release_page(page_id page, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  auto it = pages_.find(page);
-  if (it == pages_.end() || it->second != bytes) refuse("release_page", "no such page");
-  if (mapped_pages_.count(page)) refuse("release_page", "the page is still mapped");
-  pages_.erase(it);
+  if (page == 0 || page >= pages_.size() || pages_[page].bytes != bytes)
+    refuse("release_page", "no such page");
+  if (pages_[page].mappings) refuse("release_page", "the page is still mapped");
+  pages_[page].bytes = 0;
   counters_.pages_released++;
   counters_.page_bytes -= bytes;
   counters_.simulated_ns += options_.release_page_ns;
@@ -66,14 +74,14 @@ void sim_backend::release_page(page_id page, std::size_t bytes) {
 void sim_backend::map(address_t at, page_id page, std::size_t bytes) {
   std::lock_guard lock(mutex_);
   const std::size_t g = facts_.granularity;
-  auto p = pages_.find(page);
-  if (p == pages_.end() || p->second != bytes) refuse("map", "no page of that size");
-  auto r = ranges_.upper_bound(at);
-  if (r == ranges_.begin() || at % g || at + bytes > std::prev(r)->first + std::prev(r)->second)
-    refuse("map", "the address is outside every reserved range or unaligned");
-  for (std::size_t off = 0; off < bytes; off += g) {
-    if (!mappings_.emplace(at + off, page).second) refuse("map", "the address is already mapped");
-    mapped_pages_[page]++;
+  if (page == 0 || page >= pages_.size() || pages_[page].bytes != bytes)
+    refuse("map", "no page of that size");
+  range* r = find_range(at, bytes);
+  if (!r || at % g) refuse("map", "the address is outside every reserved range or unaligned");
+  for (std::size_t i = (at - r->base) / g, end = i + bytes / g; i < end; ++i) {
+    if (r->mapped[i]) refuse("map", "the address is already mapped");
+    r->mapped[i] = page;
+    pages_[page].mappings++;
   }
   counters_.maps++;
   counters_.mapped_bytes += bytes;
@@ -82,8 +90,11 @@ void sim_backend::map(address_t at, page_id page, std::size_t bytes) {
 
 void sim_backend::set_access(address_t at, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  for (std::size_t off = 0; off < bytes; off += facts_.granularity) {
-    if (!mappings_.count(at + off)) refuse("set_access", "part of the range is not mapped");
+  const std::size_t g = facts_.granularity;
+  range* r = find_range(at, bytes);
+  if (!r) refuse("set_access", "the range is not reserved");
+  for (std::size_t i = (at - r->base) / g, end = i + bytes / g; i < end; ++i) {
+    if (!r->mapped[i]) refuse("set_access", "part of the range is not mapped");
   }
   counters_.set_accesses++;
   counters_.simulated_ns += options_.set_access_ns;
@@ -91,11 +102,13 @@ void sim_backend::set_access(address_t at, std::size_t bytes) {
 
 void sim_backend::unmap(address_t at, std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  for (std::size_t off = 0; off < bytes; off += facts_.granularity) {
-    auto it = mappings_.find(at + off);
-    if (it == mappings_.end()) refuse("unmap", "the address is not mapped");
-    if (--mapped_pages_[it->second] == 0) mapped_pages_.erase(it->second);
-    mappings_.erase(it);
+  const std::size_t g = facts_.granularity;
+  range* r = find_range(at, bytes);
+  if (!r) refuse("unmap", "the range is not reserved");
+  for (std::size_t i = (at - r->base) / g, end = i + bytes / g; i < end; ++i) {
+    if (!r->mapped[i]) refuse("unmap", "the address is not mapped");
+    pages_[r->mapped[i]].mappings--;
+    r->mapped[i] = 0;
   }
   counters_.unmaps++;
   counters_.mapped_bytes -= bytes;
@@ -104,8 +117,10 @@ void sim_backend::unmap(address_t at, std::size_t bytes) {
 
 page_id sim_backend::get_mapping(address_t at) const {
   std::lock_guard lock(mutex_);
-  auto it = mappings_.find(at);
-  return it == mappings_.end() ? 0 : it->second;
+  for (const range& r : ranges_) {
+    if (at >= r.base && at < r.base + r.bytes) return r.mapped[(at - r.base) / facts_.granularity];
+  }
+  return 0;
 }
 
 }  // namespace memkit
