@@ -33,6 +33,15 @@ class input {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
+// API calls made over the whole run, printed at exit for docs/RELIABILITY.md.
+std::uint64_t total_calls = 0;
+std::uint64_t total_inputs = 0;
+void print_totals() {
+  std::fprintf(stderr, "api_fuzz: %llu inputs, %llu checked API calls\n",
+               static_cast<unsigned long long>(total_inputs),
+               static_cast<unsigned long long>(total_calls));
+}
+
 void run(input& in) {
   const std::uint8_t setup = in.byte();
   sim_options o;
@@ -122,11 +131,15 @@ void run(input& in) {
     }
   }
   d.drain();
+  total_calls += d.get_counts().operations;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const bool registered = std::atexit(print_totals) == 0;
+  (void)registered;
+  ++total_inputs;
   input in(data, size);
   try {
     run(in);

@@ -20,5 +20,7 @@ mkdir -p "$build/corpus/$target"
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 cd "$build"
-"$build/fuzz_$target" -max_total_time="$seconds" -max_len=4096 -timeout=20 -jobs="$jobs" \
-  -workers="$jobs" -print_final_stats=1 "$build/corpus/$target" "$root/fuzz/corpus/$target"
+parallel=()
+[ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
+"$build/fuzz_$target" -max_total_time="$seconds" -max_len=4096 -timeout=20 "${parallel[@]}" \
+  -print_final_stats=1 "$build/corpus/$target" "$root/fuzz/corpus/$target"
