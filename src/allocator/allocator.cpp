@@ -33,6 +33,7 @@ allocator::state::state(backend& b, const allocator_options& options)
   wired_limit = options.wired_limit;
   validating = options.validate;
   thread_caching = options.thread_cache;
+  arena_slack = options.arena_slack;
 #ifdef MEMKIT_VALIDATE_DEFAULT
   validating = true;
 #endif

@@ -59,9 +59,15 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
     if (p.busy) r.must_wait = true;
     else if (!p.physical) ++need;
   }
-  // Idle pages elsewhere, least recently used first, that this queue may take.
+  // Idle pages elsewhere, least recently used first, that this queue may take;
+  // none while new pages keep reserved within the slack over the peak in use,
+  // since every stolen page is an unmap now and likely a map again later.
   std::vector<std::uint32_t> stolen;
-  for (std::uint32_t j = a.pages.get_idle_tail(); j != page_map::kNone && stolen.size() < need;
+  const std::size_t growth_room =
+      static_cast<std::size_t>(static_cast<double>(stats.peak_active_bytes) * (1.0 + arena_slack));
+  const bool may_grow = stats.reserved_bytes + reserving + need * g <= growth_room;
+  for (std::uint32_t j = a.pages.get_idle_tail();
+       !may_grow && j != page_map::kNone && stolen.size() < need;
        j = a.pages.get(j).prev_idle) {
     const page_map::page& p = a.pages.get(j);
     if (j >= first && j <= last) continue;

@@ -101,6 +101,7 @@ struct allocator::state {
   std::uint64_t stamp_counter = 0;          // hand-outs so far: each live block's stamp
   bool validating = false;
   bool thread_caching = true;               // small frees park in per-thread caches
+  double arena_slack = 0.0;                 // arena: grow rather than remap within this
   const std::uint64_t id;                   // unique per allocator, for thread-local lookup
   std::vector<thread_cache*> caches;        // every thread's cache; guarded by the registry
 
