@@ -38,7 +38,6 @@ build-tsan/tests/memkit_tests --gtest_filter='*stress*:*Stress*:*thread*:*Thread
 step "4/4 fuzz corpora"
 ctest --test-dir build-asan -L fuzz
 if command -v clang++ >/dev/null; then
-  MEMKIT_FUZZ_BUILD=build-fuzz
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMEMKIT_FUZZ=ON \
     -DMEMKIT_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all \
