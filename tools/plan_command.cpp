@@ -9,10 +9,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "memkit/planner.hpp"
@@ -135,15 +134,16 @@ void add_plan_command(CLI::App& app) {
   auto settings = std::make_shared<plan_settings>();
   CLI::App* command = app.add_subcommand(
       "plan", "Assign static offsets to a whole schedule of buffers, close to LOAD");
-  command->add_option("instance", settings->instance_path,
-                      "Instance CSV with the header id,lower,upper,size (lifetimes [lower, upper))");
+  command->add_option(
+      "instance", settings->instance_path,
+      "Instance CSV with the header id,lower,upper,size (lifetimes [lower, upper))");
   command->add_option("--from-trace", settings->trace_path,
                       "Plan a memkit allocation trace instead (time = event index)");
-  command->add_option("--capacity", settings->capacity,
-                      "Find a plan whose height is at most this many bytes, or exit 2")
-      ->check(CLI::PositiveNumber);
   command
-      ->add_option("--time-limit", settings->time_limit_seconds, "Seconds of search at most")
+      ->add_option("--capacity", settings->capacity,
+                   "Find a plan whose height is at most this many bytes, or exit 2")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--time-limit", settings->time_limit_seconds, "Seconds of search at most")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command->add_option("--output", settings->output_path,

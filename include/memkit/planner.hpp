@@ -18,11 +18,18 @@
 //      order of non-decreasing offset, each at the lowest offset its already-placed
 //      neighbours in time allow (every plan can be pushed down into such a form without
 //      growing). At the current level the search takes the time section with the least
-//      slack and branches on which buffer covers it at that level, or on none. A node
-//      is cut off when some section's floor plus the sizes still to place there exceeds
-//      the capacity (LOAD per section as the bound). Identical buffers are tried once.
-//   4. Without a capacity, the search is run for capacities between LOAD and the best
-//      height found (LOAD first, then bisection), each attempt with a slice of the time
+//      slack and branches on which buffer covers it at that level, or on none.
+//      Pruning: each unplaced buffer has a lowest possible start (the level, or the top
+//      of the placed buffers under it); in every section, for every x, the buffers that
+//      cannot start below x must fit between x and the capacity. States met when the
+//      level rises are hashed, and those whose subtree was exhausted are not searched
+//      again. Identical buffers are tried once.
+//   4. Runs restart after node budgets following the Luby sequence, each with another
+//      candidate order or tie rule: run lengths vary wildly with the order, so many
+//      short runs beat one long one, and the long runs still come to prove a capacity
+//      infeasible.
+//   5. Without a capacity, the search is run for capacities between LOAD and the best
+//      height found (LOAD first, then bisection), each attempt with a share of the time
 //      limit; the lowest valid plan found is kept, and it is optimal when it reaches
 //      LOAD or when every lower capacity was proven infeasible.
 // Every plan solve() returns has been checked with validate().
@@ -107,15 +114,15 @@ struct options {
 };
 
 struct result {
-  plan best;                           // always valid; the lowest plan found
-  std::int64_t load_bytes = 0;         // LOAD
-  std::int64_t height_bytes = 0;       // height of `best`
+  plan best;                      // always valid; the lowest plan found
+  std::int64_t load_bytes = 0;    // LOAD
+  std::int64_t height_bytes = 0;  // height of `best`
   std::int64_t greedy_height_bytes = 0;
-  bool fits = true;                    // height_bytes <= capacity (true without one)
-  bool optimal = false;                // no lower plan exists (height == LOAD or proven)
-  double seconds = 0.0;                // wall time spent in solve()
-  std::uint64_t nodes = 0;             // search nodes visited, all attempts together
-  std::size_t parts = 0;               // independent parts the instance split into
+  bool fits = true;         // height_bytes <= capacity (true without one)
+  bool optimal = false;     // no lower plan exists (height == LOAD or proven)
+  double seconds = 0.0;     // wall time spent in solve()
+  std::uint64_t nodes = 0;  // search nodes visited, all attempts together
+  std::size_t parts = 0;    // independent parts the instance split into
 };
 
 result solve(const instance& inst, const options& opts = {});

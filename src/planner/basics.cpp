@@ -110,9 +110,8 @@ validation validate(const instance& inst, const plan& p, std::optional<std::int6
       const std::int64_t other_offset = p.offsets[clash];
       return failure(describe(other, other_offset) + " and " + describe(b, offset) +
                      " overlap: both are live at time " + std::to_string(e.time) +
-                     " and share bytes [" + std::to_string(std::max(offset, other_offset)) +
-                     ", " + std::to_string(std::min(offset + b.size, other_offset + other.size)) +
-                     ")");
+                     " and share bytes [" + std::to_string(std::max(offset, other_offset)) + ", " +
+                     std::to_string(std::min(offset + b.size, other_offset + other.size)) + ")");
     }
     live_by_offset.emplace(offset, e.index);
   }

@@ -18,8 +18,8 @@ namespace {
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() &&
-         (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n')) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
+                           text.back() == '\n')) {
     text.remove_suffix(1);
   }
   return text;
@@ -50,8 +50,8 @@ bool parse_integer(std::string_view text, std::int64_t& value) {
 }
 
 // Builds "[memkit::planner::<function>] <where>:<line>: <what>".
-planner_error located_error(std::string_view function, const std::string& where,
-                            std::uint64_t line, const std::string& what) {
+planner_error located_error(std::string_view function, const std::string& where, std::uint64_t line,
+                            const std::string& what) {
   return planner_error("[memkit::planner::" + std::string(function) + "] " + where + ":" +
                        std::to_string(line) + ": " + what);
 }
@@ -69,9 +69,9 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
     if (text.empty()) continue;
     if (!seen_header) {
       if (text != "id,lower,upper,size") {
-        throw located_error(function, name, line_number,
-                            "expected the header 'id,lower,upper,size', got '" + std::string(text) +
-                                "'");
+        throw located_error(
+            function, name, line_number,
+            "expected the header 'id,lower,upper,size', got '" + std::string(text) + "'");
       }
       seen_header = true;
       continue;
@@ -90,15 +90,15 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
       }
       if (values[k] < 0) {
         throw located_error(function, name, line_number,
-                            std::string("field '") + kFieldNames[k] + "' is negative: " +
-                                std::to_string(values[k]));
+                            std::string("field '") + kFieldNames[k] +
+                                "' is negative: " + std::to_string(values[k]));
       }
     }
     const buffer b{values[0], values[1], values[2], values[3]};
     if (b.upper <= b.lower) {
       throw located_error(function, name, line_number,
-                          "empty lifetime: lower " + std::to_string(b.lower) + " is not below upper " +
-                              std::to_string(b.upper));
+                          "empty lifetime: lower " + std::to_string(b.lower) +
+                              " is not below upper " + std::to_string(b.upper));
     }
     if (b.size == 0) throw located_error(function, name, line_number, "size is 0");
     const auto [it, inserted] = line_of_id.emplace(b.id, line_number);
@@ -146,7 +146,8 @@ void write_plan(std::ostream& out, const instance& inst, const plan& p) {
 
 void write_plan(const std::string& path, const instance& inst, const plan& p) {
   std::ofstream out(path);
-  if (!out) throw planner_error("[memkit::planner::write_plan] " + path + ": cannot open for writing");
+  if (!out)
+    throw planner_error("[memkit::planner::write_plan] " + path + ": cannot open for writing");
   write_plan(out, inst, p);
   out.close();
   if (!out) throw planner_error("[memkit::planner::write_plan] " + path + ": write failed");

@@ -22,10 +22,6 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
-#include <cstdlib>
-#ifdef PLANNER_DEBUG
-#include <cstdio>
-#endif
 
 namespace memkit::planner::detail {
 namespace {
@@ -39,6 +35,7 @@ std::uint64_t mix64(std::uint64_t x) {  // splitmix64's finaliser
 
 constexpr std::size_t kFailedStateSlots = std::size_t{1} << 20;
 constexpr std::uint64_t kRestartNodes = 4096;
+constexpr std::size_t kElevatedBoundMaxBuffers = 4000;
 
 // The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..., for k >= 1.
 std::uint64_t luby(std::uint64_t k) {
@@ -155,7 +152,8 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
   // Orders among candidates, one per restart flavour. Each puts identical buffers
   // next to each other, which the branching relies on to try only one of them.
   std::vector<std::int64_t> time_span(n);
-  for (std::size_t k = 0; k < n; ++k) time_span[k] = points[end_section_[k]] - points[first_section_[k]];
+  for (std::size_t k = 0; k < n; ++k)
+    time_span[k] = points[end_section_[k]] - points[first_section_[k]];
   const auto make_order = [&](auto&& key) {
     std::vector<std::uint32_t> order(n);
     std::iota(order.begin(), order.end(), std::uint32_t{0});
@@ -173,10 +171,12 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
   };
   // Long-lived buffers constrain the most sections; large ones are hardest to fit late.
   orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(span(b), size_[b]); }));
-  orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(time_span[b] * size_[b], span(b)); }));
+  orders_.push_back(
+      make_order([&](std::uint32_t b) { return std::pair(time_span[b] * size_[b], span(b)); }));
   orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(time_span[b], size_[b]); }));
   orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(size_[b], span(b)); }));
-  orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(span(b) * size_[b], size_[b]); }));
+  orders_.push_back(
+      make_order([&](std::uint32_t b) { return std::pair(span(b) * size_[b], size_[b]); }));
   identity_.resize(n);
   {
     const std::vector<std::uint32_t>& order = orders_.front();
@@ -231,8 +231,7 @@ std::uint64_t part_search::state_key() const {
   for (std::size_t s = 0; s < section_count_; ++s) {
     // Only sections with bytes left matter, and there only floors the level has not
     // passed: any floor below the level acts the same.
-    const std::int64_t value =
-        remaining_[s] == 0 ? -2 : (floor_[s] >= level_ ? floor_[s] : -1);
+    const std::int64_t value = remaining_[s] == 0 ? -2 : (floor_[s] >= level_ ? floor_[s] : -1);
     key = mix64(key ^ static_cast<std::uint64_t>(value));
   }
   return key == 0 ? 1 : key;
@@ -399,7 +398,8 @@ void part_search::sort_elevated() {
     return static_cast<std::size_t>((capacity_ - e.start) / granule_);
   };
   for (const start_entry& e : elevated_) ++bucket_counts_[bucket_of(e) + 1];
-  for (std::size_t k = 1; k < bucket_counts_.size(); ++k) bucket_counts_[k] += bucket_counts_[k - 1];
+  for (std::size_t k = 1; k < bucket_counts_.size(); ++k)
+    bucket_counts_[k] += bucket_counts_[k - 1];
   sorted_elevated_.resize(elevated_.size());
   for (const start_entry& e : elevated_) sorted_elevated_[bucket_counts_[bucket_of(e)]++] = e;
   elevated_.swap(sorted_elevated_);
@@ -423,7 +423,8 @@ bool part_search::check_section_starts() {
     if (start < level_ || (start == level_ && banned_at_[b] == level_)) start = above_level;
     if (start + size_[b] > capacity_) return false;
     if (start == level_) {
-      for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) section_start_[s] += size_[b];
+      for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s)
+        section_start_[s] += size_[b];
     } else if (start > above_level) {
       elevated_.push_back({start, b});
     }
@@ -434,7 +435,9 @@ bool part_search::check_section_starts() {
     if (base + remaining_[s] > capacity_) return false;
     if (above_level + remaining_[s] - section_start_[s] > capacity_) return false;
   }
-  if (elevated_.empty()) return true;
+  // The elevated pass costs the spans of most unplaced buffers; on large parts it
+  // would make each node as slow as a whole greedy pass, so only the cheap bounds run.
+  if (elevated_.empty() || buffer_count_ > kElevatedBoundMaxBuffers) return true;
   sort_elevated();
   std::fill(section_start_.begin(), section_start_.end(), 0);  // now: elevated bytes so far
   for (const start_entry& entry : elevated_) {
@@ -514,15 +517,6 @@ bool part_search::backtrack() {
     }
     options_.resize(point.options_begin);
     choices_.pop_back();
-#ifdef PLANNER_DEBUG
-    {
-      static std::size_t shallowest = 1 << 30;
-      if (choices_.size() < shallowest) {
-        shallowest = choices_.size();
-        std::fprintf(stderr, "exhausted to depth %zu at node %llu\n", shallowest, (unsigned long long)nodes_);
-      }
-    }
-#endif
   }
   return false;
 }
@@ -567,11 +561,11 @@ search_status part_search::run(std::int64_t capacity, clock::time_point deadline
   for (std::uint64_t run_index = 0;; ++run_index) {
     configure_run(run_index, random);
     reset();
-    const std::uint64_t budget = luby(run_index + 1) * kRestartNodes;
+    const std::uint64_t budget = luby(run_index + 1) * (kRestartNodes + 4 * buffer_count_);
     const std::uint64_t stop_at = nodes_ + budget;
     bool restart = false;
     while (!unplaced_.empty()) {
-      if ((++nodes_ & 255) == 0 && clock::now() > deadline) return search_status::stopped;
+      if ((++nodes_ & 15) == 0 && clock::now() > deadline) return search_status::stopped;
       if (nodes_ >= stop_at) {
         restart = true;
         break;

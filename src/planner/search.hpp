@@ -82,26 +82,26 @@ class part_search {
   std::vector<std::uint32_t> first_section_;  // [first, end) sections of each buffer
   std::vector<std::uint32_t> end_section_;
   std::vector<std::int64_t> size_;
-  std::vector<std::uint32_t> identity_;        // equal for buffers of equal lifetime and size
-  std::vector<std::uint32_t> overlap_begin_;   // CSR: buffers overlapping each buffer in time
+  std::vector<std::uint32_t> identity_;       // equal for buffers of equal lifetime and size
+  std::vector<std::uint32_t> overlap_begin_;  // CSR: buffers overlapping each buffer in time
   std::vector<std::uint32_t> overlap_;
   std::vector<std::vector<std::uint32_t>> orders_;  // candidate orders to restart with
-  std::vector<std::int64_t> priority_;         // rank among candidates in this run
-  int section_tie_rule_ = 0;                   // how this run breaks ties between sections
-  std::int64_t granule_ = 1;                   // gcd of sizes: every canonical offset is a multiple
+  std::vector<std::int64_t> priority_;              // rank among candidates in this run
+  int section_tie_rule_ = 0;                        // how this run breaks ties between sections
+  std::int64_t granule_ = 1;  // gcd of sizes: every canonical offset is a multiple
   std::int64_t load_ = 0;
 
   // Search state.
   std::int64_t capacity_ = 0;
-  std::int64_t level_ = 0;                    // offsets are placed in non-decreasing order
-  std::vector<std::int64_t> floor_;           // per section: top of the placed buffers there
-  std::vector<std::int64_t> lower_bound_;     // per section: raised when left empty at a level
-  std::vector<std::int64_t> remaining_;       // per section: bytes still to place there
-  std::vector<std::int64_t> offset_floor_;    // per buffer: max floor over its sections
-  std::vector<std::int64_t> banned_at_;       // per buffer: level at which it may not go
-  std::vector<std::int64_t> offset_;          // per buffer: offset once placed, else -1
-  std::vector<std::uint32_t> unplaced_;       // unplaced buffers, any order
-  std::vector<std::uint32_t> position_;       // index of each buffer in unplaced_
+  std::int64_t level_ = 0;                  // offsets are placed in non-decreasing order
+  std::vector<std::int64_t> floor_;         // per section: top of the placed buffers there
+  std::vector<std::int64_t> lower_bound_;   // per section: raised when left empty at a level
+  std::vector<std::int64_t> remaining_;     // per section: bytes still to place there
+  std::vector<std::int64_t> offset_floor_;  // per buffer: max floor over its sections
+  std::vector<std::int64_t> banned_at_;     // per buffer: level at which it may not go
+  std::vector<std::int64_t> offset_;        // per buffer: offset once placed, else -1
+  std::vector<std::uint32_t> unplaced_;     // unplaced buffers, any order
+  std::vector<std::uint32_t> position_;     // index of each buffer in unplaced_
   std::vector<undo_entry> trail_;
   std::vector<choice_point> choices_;
   std::vector<std::uint32_t> options_;
@@ -112,7 +112,7 @@ class part_search {
     std::int64_t start;
     std::uint32_t buffer;
   };
-  std::vector<start_entry> elevated_;         // buffers that cannot start near the level
+  std::vector<start_entry> elevated_;  // buffers that cannot start near the level
   std::vector<start_entry> sorted_elevated_;
   std::vector<std::uint32_t> bucket_counts_;
   void sort_elevated();
@@ -124,10 +124,10 @@ class part_search {
   std::uint64_t state_key() const;
   void remember_failed(std::uint64_t key);
   bool known_failed(std::uint64_t key) const;
-  std::vector<std::uint64_t> buffer_keys_;     // random, for the placed-set hash
+  std::vector<std::uint64_t> buffer_keys_;  // random, for the placed-set hash
   std::uint64_t placed_hash_ = 0;
-  std::vector<std::uint64_t> failed_states_;   // direct-mapped; 0 = empty
-  std::vector<std::uint64_t> transition_keys_; // one per level entry on the trail
+  std::vector<std::uint64_t> failed_states_;    // direct-mapped; 0 = empty
+  std::vector<std::uint64_t> transition_keys_;  // one per level entry on the trail
   std::uint64_t nodes_ = 0;
 };
 

@@ -131,7 +131,8 @@ result solve(const instance& inst, const options& opts) {
     plan candidate;
     const search_status status = state.attempt(
         target,
-        clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(share)),
+        clock::now() +
+            std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(share)),
         candidate);
     if (status == search_status::found) {
       offer(candidate);
