@@ -5,16 +5,22 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 
 #include "memkit/memkit.hpp"
+#if MEMKIT_HAVE_CUDA
+#include "memkit/backends/cuda.hpp"
+#endif
 
 namespace memkit::testing {
 
 // One fixture per backend and pool policy the conformance suite runs against.
+// get_skip_reason() is empty where the backend can run on this machine.
 struct cpu_fixture {
   static constexpr const char* name = "cpu";
   static constexpr pool_policy policy = pool_policy::segments;
   static std::unique_ptr<backend> make() { return std::make_unique<cpu_backend>(); }
+  static std::string get_skip_reason() { return {}; }
 };
 
 struct sim_fixture {
@@ -25,6 +31,7 @@ struct sim_fixture {
     o.capacity = std::size_t{1} << 30;
     return std::make_unique<sim_backend>(o);
   }
+  static std::string get_skip_reason() { return {}; }
 };
 
 struct sim_arena_fixture : sim_fixture {
@@ -32,7 +39,27 @@ struct sim_arena_fixture : sim_fixture {
   static constexpr pool_policy policy = pool_policy::arena;
 };
 
+#if MEMKIT_HAVE_CUDA
+struct cuda_fixture {
+  static constexpr const char* name = "cuda_segments";
+  static constexpr pool_policy policy = pool_policy::segments;
+  static std::unique_ptr<backend> make() { return std::make_unique<cuda_backend>(); }
+  static std::string get_skip_reason() {
+    const cuda_availability cuda = check_cuda_device(0);
+    return cuda.available ? std::string() : "no CUDA device: " + cuda.reason;
+  }
+};
+
+struct cuda_arena_fixture : cuda_fixture {
+  static constexpr const char* name = "cuda_arena";
+  static constexpr pool_policy policy = pool_policy::arena;
+};
+
+using all_backends = ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture, cuda_fixture,
+                                      cuda_arena_fixture>;
+#else
 using all_backends = ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture>;
+#endif
 
 struct backend_names {
   template <class T>

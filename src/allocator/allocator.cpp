@@ -234,6 +234,8 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
             plan = refresh;
           } else {
             plan = map_pages;
+            in_flight_bytes += request.b->size;  // live in the range, not yet handed out
+            in_flight_blocks++;
           }
         } else {
           shortfall = request.shortfall;
@@ -287,6 +289,12 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       const bool mapped = arena_map(request);
       std::vector<page_plan> to_release;
       std::unique_lock lock(mutex);
+      block* b = request.b;
+      auto landed = [&] {
+        in_flight_bytes -= b->size;
+        in_flight_blocks--;
+      };
+      if (!mapped) landed();
       arena_finish(request, mapped, to_release);
       if (!mapped) {
         lock.unlock();
@@ -294,7 +302,6 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         backend_full = true;
         continue;
       }
-      block* b = request.b;
       const std::size_t g = arena->page_size;
       pages_mapped.wait(lock, [&] {
         for (std::size_t i = b->offset / g; i <= (b->offset + b->size - 1) / g; ++i) {
@@ -302,6 +309,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         }
         return true;
       });
+      landed();
       *handed = b;
       return on_allocated(b, bytes, false);
     }
@@ -388,10 +396,15 @@ void allocator::state::refresh_fences() {
   }
   if (advanced) {
     release_deferred_locked();
-    small.merge_unmerged();
-    large.merge_unmerged();
+    merge_unmerged_locked();
     if (validating) validate_locked();
   }
+}
+
+void allocator::state::merge_unmerged_locked() {
+  small.merge_unmerged();
+  large.merge_unmerged();
+  if (arena) arena->range.merge_unmerged();
 }
 
 // Waits, with the lock released, for every fence outstanding; returns whether any.
@@ -580,6 +593,7 @@ void allocator::clear_cache() {
   {
     std::lock_guard lock(s.mutex);
     s.flush_thread_caches_locked();
+    s.merge_unmerged_locked();
     s.release_until(0, released);
   }
   s.give_back(released);
@@ -618,6 +632,10 @@ std::vector<segment_view> allocator::calculate_segments() const {
 statistics allocator::state::recount_locked() const {
   // Caches stay locked through the walk: their threads write the blocks they park.
   const caches_locked guard(caches);
+  return recount_locked_caches();
+}
+
+statistics allocator::state::recount_locked_caches() const {
   statistics counted = get_statistics_locked_unlocked_caches();
   std::size_t live_bytes = 0, free_bytes = 0, live_blocks = 0, requested = 0;
   small.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
@@ -633,18 +651,20 @@ statistics allocator::state::recount_locked() const {
     parked_bytes += cache->get_parked_bytes();
     parked_blocks += cache->get_parked_count();
   }
-  counted.active_bytes = live_bytes - parked_bytes;
+  counted.active_bytes = live_bytes - parked_bytes - in_flight_bytes;
   counted.requested_bytes = requested;
   counted.reserved_bytes = reserved;
   counted.cached_bytes = reserved - counted.active_bytes;
-  counted.live_blocks = live_blocks - parked_blocks;
+  counted.live_blocks = live_blocks - parked_blocks - in_flight_blocks;
   counted.segments = small.get_segments().size() + large.get_segments().size();
   return counted;
 }
 
 void allocator::state::validate_locked() const {
-  const statistics counted = recount_locked();
-  const statistics totals = get_statistics_locked();
+  // One snapshot: the caches' threads must not move blocks between the two reads.
+  const caches_locked guard(caches);
+  const statistics counted = recount_locked_caches();
+  const statistics totals = get_statistics_locked_unlocked_caches();
   auto check = [](bool ok, const char* what) {
     if (!ok) throw invariant_violation(std::string("[memkit::validate] ") + what);
   };

@@ -10,6 +10,10 @@ namespace memkit {
 namespace {
 using placement::page_map;
 
+// Free ranges examined for one whose pages are all mapped, before best fit.
+constexpr int kMappedCandidates = 16;
+constexpr std::size_t kNearFit = 8;  // "near": within 1/8 of the request
+
 std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
   return static_cast<std::uint32_t>(offset / page_size);
 }
@@ -17,8 +21,9 @@ std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
 
 void allocator::state::create_arena() {
   const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
-  // Twice the device's memory in addresses: fragmentation in addresses is free.
-  std::size_t bytes = round_up(2 * facts.capacity, g);
+  // Eight times the device's memory in addresses: fragmentation in addresses is
+  // free as long as a large block still finds a contiguous range.
+  std::size_t bytes = round_up(8 * facts.capacity, g);
   address_t base = 0;
   while (bytes >= g && (base = device.reserve_range(bytes)) == 0) bytes = round_up(bytes / 2, g);
   if (base == 0) return;  // no addresses: large blocks use segments
@@ -46,7 +51,25 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
                                   arena_request& r) {
   vm_arena& a = *arena;
   const std::size_t g = a.page_size;
-  block* b = a.range.take(size, queue, &r.previous_queue);
+  // First choice: a free range whose pages are all mapped already, among the
+  // first few that fit; it costs no map call. Otherwise best fit.
+  int candidates = 0;
+  block* b = a.range.take_where(
+      size, queue,
+      [&](const block* free_range, std::size_t start) {
+        // Only ranges near the request's size: a much larger one would be split
+        // and leave partly used pages behind.
+        if (++candidates > kMappedCandidates || free_range->size > size + size / kNearFit)
+          return false;
+        const std::uint32_t last_page = page_of(start + size - 1, g);
+        if (last_page >= a.pages.get_count()) return false;
+        for (std::uint32_t i = page_of(start, g); i <= last_page; ++i) {
+          if (!a.pages.get(i).physical) return false;
+        }
+        return true;
+      },
+      &r.previous_queue);
+  if (!b) b = a.range.take(size, queue, &r.previous_queue);
   if (!b) {
     r.shortfall = std::numeric_limits<std::size_t>::max();  // no addresses left
     return false;
@@ -110,26 +133,47 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
 bool allocator::state::arena_map(arena_request& r) {
   const std::size_t g = arena->page_size;
   const address_t base = arena->base;
-  for (const page_plan& p : r.pages) {
-    if (p.stolen_from != page_map::kNone) device.unmap(base + p.stolen_from * g, g);
-  }
-  for (page_plan& p : r.pages) {
-    if (p.physical) continue;
-    p.physical = device.create_page(g);
-    if (!p.physical) return false;
-  }
-  std::size_t run_start = 0;
-  for (std::size_t k = 0; k < r.pages.size(); ++k) {
-    device.map(base + r.pages[k].index * g, r.pages[k].physical, g);
-    const bool run_ends =
-        k + 1 == r.pages.size() || r.pages[k + 1].index != r.pages[k].index + 1;
-    if (run_ends) {
-      device.set_access(base + r.pages[run_start].index * g,
-                        (r.pages[k].index - r.pages[run_start].index + 1) * g);
-      run_start = k + 1;
+  std::size_t unmapped = 0;  // pages of the plan whose stolen page is unmapped so far
+  std::size_t mapped = 0;    // pages of the plan mapped so far
+  try {
+    for (const page_plan& p : r.pages) {
+      if (p.stolen_from != page_map::kNone) device.unmap(base + p.stolen_from * g, g);
+      ++unmapped;
     }
+    for (page_plan& p : r.pages) {
+      if (p.physical) continue;
+      p.physical = device.create_page(g);
+      if (!p.physical) return false;
+    }
+    std::size_t run_start = 0;
+    for (std::size_t k = 0; k < r.pages.size(); ++k) {
+      device.map(base + r.pages[k].index * g, r.pages[k].physical, g);
+      ++mapped;
+      const bool run_ends =
+          k + 1 == r.pages.size() || r.pages[k + 1].index != r.pages[k].index + 1;
+      if (run_ends) {
+        device.set_access(base + r.pages[run_start].index * g,
+                          (r.pages[k].index - r.pages[run_start].index + 1) * g);
+        run_start = k + 1;
+      }
+    }
+    return true;
+  } catch (const std::exception&) {
+    // A backend call failed outright: undo the mappings made, so that the pages
+    // in hand can be released and the request fails cleanly.
+    auto try_unmap = [&](address_t at) {
+      try {
+        device.unmap(at, g);
+      } catch (const std::exception&) {
+      }
+    };
+    for (std::size_t k = 0; k < mapped; ++k) try_unmap(base + r.pages[k].index * g);
+    for (std::size_t k = unmapped; k < r.pages.size(); ++k) {
+      if (r.pages[k].stolen_from != page_map::kNone)
+        try_unmap(base + r.pages[k].stolen_from * g);
+    }
+    return false;
   }
-  return true;
 }
 
 void allocator::state::arena_finish(arena_request& r, bool mapped,

@@ -97,6 +97,8 @@ struct allocator::state {
   std::size_t cache_limit = 0;
   std::size_t wired_limit = 0;
   std::size_t reserving = 0;                // bytes being allocated outside the lock
+  std::size_t in_flight_bytes = 0;          // arena blocks placed, mapping outside the lock
+  std::size_t in_flight_blocks = 0;
   std::uint64_t free_serial = 0;            // frees so far
   std::uint64_t stamp_counter = 0;          // hand-outs so far: each live block's stamp
   bool validating = false;
@@ -158,8 +160,10 @@ struct allocator::state {
   void give_back(const released_memory& released);
   void trim_cache();
   void release_deferred_locked();
+  void merge_unmerged_locked();  // blocks left apart by fence state, merged if now allowed
   void validate_locked() const;
   statistics recount_locked() const;
+  statistics recount_locked_caches() const;  // the caches are locked already
   [[noreturn]] void throw_out_of_memory(std::size_t bytes, queue_id queue);
 
   // Arena (allocator/arena.cpp).

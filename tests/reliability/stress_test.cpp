@@ -125,12 +125,13 @@ void run_stress(const stress_config& config) {
           if (a.size < bytes) fail("a block smaller than its request");
           if (std::string e = registry.insert(a.address, a.size); !e.empty())
             fail("block handed out twice: " + e);
+          // Before any hand-off: once another thread may free it, it is not ours to use.
+          if (rng() % 8 == 0) alloc.record_use(a.address, static_cast<queue_id>(rng() % 4));
           if (rng() % 4 == 0) {
             handoff.push(a.address);  // another thread frees it
           } else {
             mine.push_back(a.address);
           }
-          if (rng() % 8 == 0) alloc.record_use(a.address, static_cast<queue_id>(rng() % 4));
         } catch (const out_of_memory& e) {
           oom_errors++;
           if (std::string(e.what()).rfind("[memkit::allocate] out of memory", 0) != 0)
