@@ -2,42 +2,57 @@
 //
 // Design (the whole core, once):
 //
-//   backend   hands out segments: [base, base + size) of device addresses.
+//   backend   hands out segments [base, base + size) of device addresses and, where
+//             it has virtual memory, address ranges and physical pages to map.
 //   segment   one backend allocation, tiled by blocks in address order:
 //               sum(block.size for block in segment) == segment.size
 //               block.offset == previous.offset + previous.size
-//   block     a piece of a segment, live (handed out) or free (cached).
+//   block     a piece of a segment (or of the arena's range), live or free.
 //               live:  block.size >= round_up(requested, 512); the waste
 //                      block.size - round_up(requested, 512) is 0 for large
-//                      requests and < min(request / 2, 4 KiB) for small ones
-//                      (a cached block is reused whole rather than split into
-//                      slivers; the bound is kSmallWaste in pools/segment_pool.hpp)
-//               free:  in exactly one bin of its pool's free index, by size;
-//                      two free neighbours are merged unless their pending
-//                      fences are on different queues
-//   pools     small (requests <= 1 MiB, 2 MiB segments) and large (one segment a
-//             request, rounded to the granularity); each keeps a segregated-fit
-//             free index (placement/free_index.hpp) for best-fit lookup.
-//   fences    a block freed on queue q carries fence {q, submitted(q)}: it is
-//             reusable at once on q and on another queue only once the fence
-//             completes (queue-ordered reuse).
+//                      requests and < max(512, min(request / 2, 4 KiB)) for small
+//                      ones: a cached block is reused whole rather than split into
+//                      slivers (pools/segment_pool.hpp, may_leave_unsplit)
+//               free:  in exactly one bin of its pool's free index, by size; two
+//                      free neighbours are merged when both are safe on every
+//                      queue or both wait on the same queue (else listed, and
+//                      merged once their fences complete)
+//   pools     small (requests <= 1 MiB, 2 MiB segments) and large (> 1 MiB), each a
+//             segregated-fit free index (placement/free_index.hpp): best fit in
+//             the request's bin, first fit above it.
+//   arena     (policy arena, the default where the backend has virtual memory)
+//             large blocks are placed in one reserved range 8x the device's
+//             memory; a page is mapped while a live block touches it:
+//               users(page) == live blocks touching it;  users > 0 => mapped
+//               reserved pages == mapped pages (+ pages in flight)
+//             a page left without users stays mapped (idle, LRU) and is remapped
+//             under a new block only when no new page fits the memory limit.
+//   fences    a block freed on queue q is reusable at once on q; on another
+//             queue once a fence recorded on q after the free completes.
+//   thread    each thread parks up to 2 MiB of small freed blocks and serves its
+//   caches    own repeats from them without the lock (allocator/thread_cache.hpp).
 //
-//   Counters, kept exact under the allocator's lock:
+//   Counters (exact under the lock; the thread caches keep their differences):
 //     active_bytes   == sum(block.size for live blocks)
-//     reserved_bytes == sum(segment.size)
-//     cached_bytes   == reserved_bytes - active_bytes == sum(free block sizes)
+//     reserved_bytes == sum(segment.size) + mapped pages * page size
+//     cached_bytes   == reserved_bytes - active_bytes
 //     reserved_bytes <= memory_limit (checked before any backend call)
 //   calculate_statistics() recounts them from the blocks; validation mode checks
-//   every invariant above after every operation.
+//   every invariant above after every operation. With thread caches, the peaks
+//   are kept on the shared counters and are an upper bound until the caches are
+//   flushed (reset_peak flushes them).
 //
 //   Locking: one mutex guards the pools and counters; it is never held across a
-//   backend call (segments are allocated and freed, fences waited on, outside it).
+//   backend call (segments and pages are allocated, mapped and freed, fences
+//   waited on, outside it). Order: registry of thread caches, mutex, a cache.
 //
-// Pressure: when a request does not fit, the allocator (1) grows if the memory
-// limit allows, (2) releases cached segments, least recently used first, (3) waits
-// for queued work whose fences hold free blocks, then retries, and finally
-// (4) throws out_of_memory naming the request, live, cached and reserved bytes,
-// the limit and the largest free block. A failed call changes no state.
+// Pressure: when a request does not fit, the allocator (1) polls fences, (2) grows
+// if the memory limit allows, (3) releases cached segments and idle pages, least
+// recently used first, (4) flushes the thread caches, (5) waits for queued work
+// whose fences hold free blocks, then retries, and finally (6) throws
+// out_of_memory naming the request, live, cached and reserved bytes, the limit
+// and the largest free block. A request that fails changes no statistics but the
+// out_of_memory count.
 #pragma once
 
 #include <cstddef>
