@@ -53,15 +53,15 @@ bool segment_pool::place_high(const block* b, std::size_t size) const {
   const std::uint64_t top = b->offset + b->size;
   const bool low_shares = lower && lower->live && b->offset % page_size_;
   const bool high_shares = upper && upper->live && top % page_size_;
-  (void)size;
-  return high_shares && !low_shares;
+  return high_shares && !low_shares && size < b->size;
 }
 
-void segment_pool::add_free_segment(address_t base, std::size_t segment_size) {
+block* segment_pool::add_free(address_t base, std::size_t segment_size, bool virtual_range) {
   auto* s = new segment;
   s->base = base;
   s->size = segment_size;
-  s->virtual_range = true;
+  s->small = small_;
+  s->virtual_range = virtual_range;
   block* b = blocks_.make();
   b->size = segment_size;
   b->owner = s;
@@ -69,21 +69,16 @@ void segment_pool::add_free_segment(address_t base, std::size_t segment_size) {
   segments_.push_back(s);
   index_.insert(b);
   set_idle(s, true);
+  return b;
+}
+
+void segment_pool::add_free_segment(address_t base, std::size_t segment_size) {
+  add_free(base, segment_size, true);
 }
 
 block* segment_pool::add_segment(address_t base, std::size_t segment_size, std::size_t size,
                                  queue_id queue) {
-  auto* s = new segment;
-  s->base = base;
-  s->size = segment_size;
-  s->small = small_;
-  block* b = blocks_.make();
-  b->size = segment_size;
-  b->owner = s;
-  s->first = b;
-  segments_.push_back(s);
-  index_.insert(b);
-  return carve(b, size, queue);
+  return carve(add_free(base, segment_size, false), size, queue);
 }
 
 bool segment_pool::can_merge(const block* lower, const block* upper) const {

@@ -140,6 +140,7 @@ class segment_pool {
 
  private:
   block* carve(block* b, std::size_t size, queue_id queue);
+  block* add_free(address_t base, std::size_t segment_size, bool virtual_range);
   bool can_merge(const block* lower, const block* upper) const;
   block* merge(block* lower, block* upper);  // both free and out of the index
   void list_unmerged(block* b);
