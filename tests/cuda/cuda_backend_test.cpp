@@ -140,12 +140,14 @@ TEST_F(cuda_backend_test, a_wait_returns_once_another_thread_lets_the_stream_run
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   const queue_id q = device.get_queue(stream);
-  stream_gate gate(stream);
-  const std::uint64_t value = device.get_submitted(q);
-  std::thread opener([&] { gate.open(); });
-  device.wait({q, value});
-  opener.join();
-  EXPECT_EQ(device.get_completed(q), value);
+  {
+    stream_gate gate(stream);  // synchronizes its stream when it goes: before the destroy
+    const std::uint64_t value = device.get_submitted(q);
+    std::thread opener([&] { gate.open(); });
+    device.wait({q, value});
+    opener.join();
+    EXPECT_EQ(device.get_completed(q), value);
+  }
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
@@ -171,7 +173,8 @@ TEST_F(cuda_backend_test, virtual_memory_maps_pages_into_a_reserved_range) {
     pages.push_back(device.create_page(page));
     ASSERT_NE(pages.back(), 0u);
   }
-  device.map(base, pages[0], page);                                  // one page
+  device.map(base, pages[0], page);                                  // one page ...
+  device.set_access(base, page);                                     // ... made usable
   device.map_pages(base + page, std::span(pages).subspan(1), page);  // two, one access call
   EXPECT_EQ(device.get_counters().access_sets, 2u);
   EXPECT_EQ(device.get_counters().maps, 3u);
