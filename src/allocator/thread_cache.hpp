@@ -27,7 +27,7 @@
 
 namespace memkit {
 
-class thread_cache {
+class alignas(64) thread_cache {
  public:
   static constexpr std::size_t kMaxBlock = pools::kSmallRequest;  // blocks it parks
   static constexpr std::size_t kMaxBytes = std::size_t{2} << 20;  // parked bytes at most

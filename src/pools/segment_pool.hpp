@@ -22,7 +22,9 @@ inline constexpr std::size_t kSmallWaste = 4096;                // most a small 
 
 struct segment;
 
-struct block : placement::range_node {
+// Aligned to a cache line: blocks parked and handed out by different threads' caches
+// must not share one, or every cache hit would bounce it between cores.
+struct alignas(64) block : placement::range_node {
   segment* owner = nullptr;        // the segment the block lies in
   std::size_t requested = 0;       // live: bytes asked for; free: 0
   std::uint64_t free_serial = 0;   // free: when it was freed; safe for every queue once
