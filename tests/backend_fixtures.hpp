@@ -55,8 +55,8 @@ struct cuda_arena_fixture : cuda_fixture {
   static constexpr pool_policy policy = pool_policy::arena;
 };
 
-using all_backends = ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture, cuda_fixture,
-                                      cuda_arena_fixture>;
+using all_backends =
+    ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture, cuda_fixture, cuda_arena_fixture>;
 #else
 using all_backends = ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture>;
 #endif

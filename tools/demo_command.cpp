@@ -18,8 +18,10 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--rounds", *rounds, "allocate+free rounds");
   cmd->callback([backend_name, rounds] {
     std::unique_ptr<backend> device;
-    if (*backend_name == "sim") device = std::make_unique<sim_backend>();
-    else device = std::make_unique<cpu_backend>();
+    if (*backend_name == "sim")
+      device = std::make_unique<sim_backend>();
+    else
+      device = std::make_unique<cpu_backend>();
     allocator alloc(*device);
     std::mt19937_64 rng(42);
     std::vector<allocation> live;

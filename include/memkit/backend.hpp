@@ -86,7 +86,8 @@ class backend {
     for (std::size_t i = 0; i + 4 <= bytes; i += 4) std::memcpy(device + i, &pattern, 4);
   }
   virtual void copy(address_t dst, address_t src, std::size_t bytes, queue_id /*queue*/) {
-    if (bytes) std::memmove(require_host_pointer(dst, "copy"), require_host_pointer(src, "copy"), bytes);
+    if (bytes)
+      std::memmove(require_host_pointer(dst, "copy"), require_host_pointer(src, "copy"), bytes);
   }
 
   // Virtual memory (only where get_facts().virtual_memory). Sizes and offsets are

@@ -27,8 +27,7 @@ class out_of_memory : public std::runtime_error {
     std::size_t limit_bytes = 0;         // the memory limit in force
     std::size_t largest_free_bytes = 0;  // the largest free block
   };
-  out_of_memory(const std::string& message, details d)
-      : std::runtime_error(message), details_(d) {}
+  out_of_memory(const std::string& message, details d) : std::runtime_error(message), details_(d) {}
   const details& get_details() const noexcept { return details_; }
 
  private:

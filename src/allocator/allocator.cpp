@@ -46,8 +46,8 @@ allocator::state::state(backend& b, const allocator_options& options)
 
 std::size_t allocator::state::segment_size_for(std::size_t size) const {
   const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
-  std::size_t bytes = size <= pools::kSmallRequest ? round_up(pools::kSmallSegment, g)
-                                                   : round_up(size, g);
+  std::size_t bytes =
+      size <= pools::kSmallRequest ? round_up(pools::kSmallSegment, g) : round_up(size, g);
   if (bytes > facts.max_buffer) bytes = std::max(size, facts.max_buffer);
   return bytes;
 }
@@ -168,7 +168,8 @@ void allocator::free(address_t address) {
     over_cache_limit = s.stats.cached_bytes > s.cache_limit;
     if (s.validating) s.validate_locked();
   }
-  if (over_cache_limit) [[unlikely]] s.trim_cache();
+  if (over_cache_limit) [[unlikely]]
+    s.trim_cache();
 }
 
 void allocator::state::free_locked(block* b, address_t address) {
@@ -339,8 +340,7 @@ void allocator::state::throw_out_of_memory(std::size_t bytes, queue_id queue) {
     d.cached_bytes = stats.reserved_bytes - stats.active_bytes;
     d.reserved_bytes = stats.reserved_bytes;
     d.limit_bytes = memory_limit;
-    d.largest_free_bytes =
-        std::max(small.calculate_largest_free(), large.calculate_largest_free());
+    d.largest_free_bytes = std::max(small.calculate_largest_free(), large.calculate_largest_free());
   }
   throw out_of_memory(
       "[memkit::allocate] out of memory: requested " + std::to_string(bytes) + " bytes on queue " +
@@ -430,8 +430,10 @@ void allocator::state::release_deferred_locked() {
   for (auto it = deferred.begin(); it != deferred.end();) {
     if (safe(*it)) {
       block* b = it->b;
-      if (b->owner->virtual_range) arena_free(b, 0);
-      else owner_pool(b).release_deferred(b);
+      if (b->owner->virtual_range)
+        arena_free(b, 0);
+      else
+        owner_pool(b).release_deferred(b);
       it = deferred.erase(it);
     } else {
       ++it;

@@ -79,8 +79,10 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   std::size_t need = 0;
   for (std::uint32_t i = first; i <= last; ++i) {
     const page_map::page& p = a.pages.at(i);
-    if (p.busy) r.must_wait = true;
-    else if (!p.physical) ++need;
+    if (p.busy)
+      r.must_wait = true;
+    else if (!p.physical)
+      ++need;
   }
   // Idle pages elsewhere, least recently used first, that this queue may take;
   // none while new pages keep reserved within the slack over the peak in use,
@@ -90,8 +92,7 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
       static_cast<std::size_t>(static_cast<double>(stats.peak_active_bytes) * (1.0 + arena_slack));
   const bool may_grow = stats.reserved_bytes + reserving + need * g <= growth_room;
   for (std::uint32_t j = a.pages.get_idle_tail();
-       !may_grow && j != page_map::kNone && stolen.size() < need;
-       j = a.pages.get(j).prev_idle) {
+       !may_grow && j != page_map::kNone && stolen.size() < need; j = a.pages.get(j).prev_idle) {
     const page_map::page& p = a.pages.get(j);
     if (j >= first && j <= last) continue;
     if (p.queue == queue || p.free_serial <= safe_serial[p.queue]) stolen.push_back(j);
@@ -149,8 +150,7 @@ bool allocator::state::arena_map(arena_request& r) {
     for (std::size_t k = 0; k < r.pages.size(); ++k) {
       device.map(base + r.pages[k].index * g, r.pages[k].physical, g);
       ++mapped;
-      const bool run_ends =
-          k + 1 == r.pages.size() || r.pages[k + 1].index != r.pages[k].index + 1;
+      const bool run_ends = k + 1 == r.pages.size() || r.pages[k + 1].index != r.pages[k].index + 1;
       if (run_ends) {
         device.set_access(base + r.pages[run_start].index * g,
                           (r.pages[k].index - r.pages[run_start].index + 1) * g);
@@ -169,8 +169,7 @@ bool allocator::state::arena_map(arena_request& r) {
     };
     for (std::size_t k = 0; k < mapped; ++k) try_unmap(base + r.pages[k].index * g);
     for (std::size_t k = unmapped; k < r.pages.size(); ++k) {
-      if (r.pages[k].stolen_from != page_map::kNone)
-        try_unmap(base + r.pages[k].stolen_from * g);
+      if (r.pages[k].stolen_from != page_map::kNone) try_unmap(base + r.pages[k].stolen_from * g);
     }
     return false;
   }
@@ -184,8 +183,10 @@ void allocator::state::arena_finish(arena_request& r, bool mapped,
   std::size_t stolen = 0;
   std::size_t created = 0;
   for (const page_plan& p : r.pages) {
-    if (p.stolen_from != page_map::kNone) ++stolen;
-    else if (p.physical) ++created;
+    if (p.stolen_from != page_map::kNone)
+      ++stolen;
+    else if (p.physical)
+      ++created;
   }
   a.held_unmapped -= stolen;
   stats.unmaps += stolen;
@@ -249,8 +250,10 @@ void allocator::state::arena_free(block* b, std::uint64_t serial) {
   const std::uint32_t first = page_of(b->offset, g);
   const std::uint32_t last = page_of(b->offset + b->size - 1, g);
   const queue_id queue = b->queue;
-  if (b->deferred) a.range.release_deferred(b);
-  else a.range.give_back(b, serial);
+  if (b->deferred)
+    a.range.release_deferred(b);
+  else
+    a.range.give_back(b, serial);
   for (std::uint32_t i = first; i <= last; ++i) a.pages.remove_user(i, queue, serial);
 }
 

@@ -22,7 +22,9 @@ using pools::block;
 using pools::segment;
 using pools::segment_pool;
 
-inline std::size_t round_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
+inline std::size_t round_up(std::size_t n, std::size_t unit) {
+  return (n + unit - 1) / unit * unit;
+}
 
 inline std::string hex(address_t a) {
   char buf[32];
@@ -61,19 +63,19 @@ struct released_segment {
 //   users(page) == live blocks touching the page;  users > 0 => mapped or busy
 struct vm_arena {
   vm_arena(const std::uint64_t* safe_serial) : range(false, safe_serial) {}
-  segment_pool range;           // placement of blocks in the address range
-  placement::page_map pages;    // one entry per granule of the range
-  address_t base = 0;           // start of the reserved range
-  std::size_t size = 0;         // bytes of the range
-  std::size_t page_size = 0;    // the backend's granularity
-  std::size_t mapped_pages = 0; // pages with a physical page mapped now
+  segment_pool range;             // placement of blocks in the address range
+  placement::page_map pages;      // one entry per granule of the range
+  address_t base = 0;             // start of the reserved range
+  std::size_t size = 0;           // bytes of the range
+  std::size_t page_size = 0;      // the backend's granularity
+  std::size_t mapped_pages = 0;   // pages with a physical page mapped now
   std::size_t held_unmapped = 0;  // stolen pages between unmap and map (still reserved)
 };
 
 // One page to map under a new block: where, and which physical page.
 struct page_plan {
-  std::uint32_t index;      // page of the arena
-  page_id physical;         // 0: create one
+  std::uint32_t index;                                     // page of the arena
+  page_id physical;                                        // 0: create one
   std::uint32_t stolen_from = placement::page_map::kNone;  // idle page to unmap first
 };
 
@@ -81,31 +83,31 @@ struct allocator::state {
   state(backend& b, const allocator_options& options);
 
   backend& device;
-  device_facts facts;                       // copied once: the hot path reads it lock-free
-  mutable std::mutex mutex;                 // guards everything below
-  std::condition_variable pages_mapped;     // signalled when busy pages finish mapping
-  std::vector<std::uint64_t> safe_serial;   // per queue: frees up to here are safe everywhere
-  std::vector<queue_state> queues;          // per queue: fences recorded, latest free
-  segment_pool small;                       // requests <= 1 MiB
-  segment_pool large;                       // larger requests, policy segments
-  std::unique_ptr<vm_arena> arena;          // larger requests, policy arena
-  pools::address_map<block> live;           // live blocks by address
+  device_facts facts;                      // copied once: the hot path reads it lock-free
+  mutable std::mutex mutex;                // guards everything below
+  std::condition_variable pages_mapped;    // signalled when busy pages finish mapping
+  std::vector<std::uint64_t> safe_serial;  // per queue: frees up to here are safe everywhere
+  std::vector<queue_state> queues;         // per queue: fences recorded, latest free
+  segment_pool small;                      // requests <= 1 MiB
+  segment_pool large;                      // larger requests, policy segments
+  std::unique_ptr<vm_arena> arena;         // larger requests, policy arena
+  pools::address_map<block> live;          // live blocks by address
   std::unordered_map<block*, std::vector<queue_id>> extra_uses;  // record_use
-  std::vector<deferred_block> deferred;     // freed blocks waiting on other queues
-  statistics stats;                         // the cheap counters
+  std::vector<deferred_block> deferred;  // freed blocks waiting on other queues
+  statistics stats;                      // the cheap counters
   std::size_t memory_limit = 0;
   std::size_t cache_limit = 0;
   std::size_t wired_limit = 0;
-  std::size_t reserving = 0;                // bytes being allocated outside the lock
-  std::size_t in_flight_bytes = 0;          // arena blocks placed, mapping outside the lock
+  std::size_t reserving = 0;        // bytes being allocated outside the lock
+  std::size_t in_flight_bytes = 0;  // arena blocks placed, mapping outside the lock
   std::size_t in_flight_blocks = 0;
-  std::uint64_t free_serial = 0;            // frees so far
-  std::uint64_t stamp_counter = 0;          // hand-outs so far: each live block's stamp
+  std::uint64_t free_serial = 0;    // frees so far
+  std::uint64_t stamp_counter = 0;  // hand-outs so far: each live block's stamp
   bool validating = false;
-  bool thread_caching = true;               // small frees park in per-thread caches
-  double arena_slack = 0.0;                 // arena: grow rather than remap within this
-  const std::uint64_t id;                   // unique per allocator, for thread-local lookup
-  std::vector<thread_cache*> caches;        // every thread's cache; guarded by the registry
+  bool thread_caching = true;         // small frees park in per-thread caches
+  double arena_slack = 0.0;           // arena: grow rather than remap within this
+  const std::uint64_t id;             // unique per allocator, for thread-local lookup
+  std::vector<thread_cache*> caches;  // every thread's cache; guarded by the registry
 
   // Thread caches (allocator/thread_caches.cpp).
   thread_cache* get_thread_cache() {
@@ -168,12 +170,12 @@ struct allocator::state {
 
   // Arena (allocator/arena.cpp).
   struct arena_request {
-    block* b = nullptr;              // the block placed in the range
-    queue_id previous_queue = 0;     // the queue its free range had
-    std::vector<page_plan> pages;    // pages to map under it
-    std::size_t creates = 0;         // physical pages to create
-    std::size_t shortfall = 0;       // bytes over the limit, when it failed
-    bool must_wait = false;          // another thread is mapping one of its pages
+    block* b = nullptr;            // the block placed in the range
+    queue_id previous_queue = 0;   // the queue its free range had
+    std::vector<page_plan> pages;  // pages to map under it
+    std::size_t creates = 0;       // physical pages to create
+    std::size_t shortfall = 0;     // bytes over the limit, when it failed
+    bool must_wait = false;        // another thread is mapping one of its pages
   };
   void create_arena();
   void destroy_arena();

@@ -39,10 +39,10 @@ class alignas(64) thread_cache {
     queue_id queue = 0;
   };
   struct counters {
-    std::int64_t active_delta = 0;     // bytes: minus those parked
+    std::int64_t active_delta = 0;  // bytes: minus those parked
     std::int64_t requested_delta = 0;
-    std::uint64_t allocations = 0;     // served from the cache
-    std::uint64_t frees = 0;           // parked
+    std::uint64_t allocations = 0;  // served from the cache
+    std::uint64_t frees = 0;        // parked
   };
 
   thread_cache(std::uint64_t allocator_id, std::uint64_t cache_number)
@@ -105,11 +105,11 @@ class alignas(64) thread_cache {
   // The block at `address` if this thread holds it and nobody freed it since.
   pools::block* recall(address_t address);
 
-  counters stats;                    // guarded by the lock
+  counters stats;  // guarded by the lock
   std::uint64_t get_allocator_id() const { return allocator_id_; }
   std::size_t get_parked_bytes() const { return parked_bytes_; }
   std::size_t get_parked_count() const { return parked_count_; }
-  void* owner = nullptr;             // the allocator state, null once it is gone
+  void* owner = nullptr;  // the allocator state, null once it is gone
 
  private:
   struct held {

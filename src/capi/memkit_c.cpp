@@ -1,8 +1,7 @@
 // The C API: exceptions become status codes and a thread-local message.
-#include "memkit/memkit.h"
-
 #include <string>
 
+#include "memkit/memkit.h"
 #include "memkit/memkit.hpp"
 
 struct memkit_backend {
@@ -94,12 +93,11 @@ memkit_status memkit_set_wired_limit(memkit_allocator* allocator, size_t bytes, 
 
 void memkit_get_statistics(const memkit_allocator* allocator, memkit_statistics* out) {
   const memkit::statistics s = allocator->impl.get_statistics();
-  *out = memkit_statistics{s.active_bytes,        s.peak_active_bytes,   s.requested_bytes,
-                           s.peak_requested_bytes, s.cached_bytes,       s.reserved_bytes,
-                           s.peak_reserved_bytes, s.allocations,         s.frees,
-                           s.cache_hits,          s.backend_allocations, s.backend_frees,
-                           s.retries,             s.out_of_memory,       s.live_blocks,
-                           s.segments};
+  *out = memkit_statistics{
+      s.active_bytes, s.peak_active_bytes, s.requested_bytes,     s.peak_requested_bytes,
+      s.cached_bytes, s.reserved_bytes,    s.peak_reserved_bytes, s.allocations,
+      s.frees,        s.cache_hits,        s.backend_allocations, s.backend_frees,
+      s.retries,      s.out_of_memory,     s.live_blocks,         s.segments};
 }
 
 void memkit_reset_peak(memkit_allocator* allocator) { allocator->impl.reset_peak(); }

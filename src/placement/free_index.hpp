@@ -13,11 +13,11 @@ namespace memkit::placement {
 
 // Embedded in the caller's range records (pools derive their blocks from it).
 struct free_node {
-  std::uint64_t size = 0;           // bytes in the range
-  free_node* prev_free = nullptr;   // neighbours in the same bin
+  std::uint64_t size = 0;          // bytes in the range
+  free_node* prev_free = nullptr;  // neighbours in the same bin
   free_node* next_free = nullptr;
-  std::uint32_t bin = 0;            // bin the node is filed under
-  bool indexed = false;             // the node is in the index
+  std::uint32_t bin = 0;  // bin the node is filed under
+  bool indexed = false;   // the node is in the index
 };
 
 class free_index {
@@ -123,10 +123,10 @@ class free_index {
     return level * kSub + static_cast<std::uint32_t>(std::countr_zero(sub_bits_[level]));
   }
 
-  std::uint64_t level_bits_ = 0;                  // bit l: some bin of level l is non-empty
-  std::uint32_t sub_bits_[kLevels] = {};          // bit s of level l: bin l*32+s non-empty
-  free_node* heads_[kLevels * kSub] = {};         // one list per bin, most recent first
-  std::uint64_t count_ = 0;                       // nodes indexed
+  std::uint64_t level_bits_ = 0;           // bit l: some bin of level l is non-empty
+  std::uint32_t sub_bits_[kLevels] = {};   // bit s of level l: bin l*32+s non-empty
+  free_node* heads_[kLevels * kSub] = {};  // one list per bin, most recent first
+  std::uint64_t count_ = 0;                // nodes indexed
 };
 
 }  // namespace memkit::placement

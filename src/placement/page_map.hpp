@@ -13,14 +13,14 @@ class page_map {
   static constexpr std::uint32_t kNone = ~0u;
 
   struct page {
-    std::uint64_t physical = 0;          // mapped physical page, 0 when unmapped
-    std::uint64_t free_serial = 0;       // idle: when its last user was freed
-    std::uint32_t users = 0;             // live blocks touching the page
-    std::uint32_t queue = 0;             // idle: queue of its last user
-    std::uint32_t prev_idle = kNone;     // idle list links, most recent first
+    std::uint64_t physical = 0;       // mapped physical page, 0 when unmapped
+    std::uint64_t free_serial = 0;    // idle: when its last user was freed
+    std::uint32_t users = 0;          // live blocks touching the page
+    std::uint32_t queue = 0;          // idle: queue of its last user
+    std::uint32_t prev_idle = kNone;  // idle list links, most recent first
     std::uint32_t next_idle = kNone;
-    bool busy = false;                   // being mapped with the lock released
-    bool idle = false;                   // on the idle list
+    bool busy = false;  // being mapped with the lock released
+    bool idle = false;  // on the idle list
   };
 
   page& at(std::uint32_t i) {
@@ -49,10 +49,14 @@ class page_map {
 
   void unlink_idle(std::uint32_t i) {
     page& p = pages_[i];
-    if (p.prev_idle != kNone) pages_[p.prev_idle].next_idle = p.next_idle;
-    else idle_head_ = p.next_idle;
-    if (p.next_idle != kNone) pages_[p.next_idle].prev_idle = p.prev_idle;
-    else idle_tail_ = p.prev_idle;
+    if (p.prev_idle != kNone)
+      pages_[p.prev_idle].next_idle = p.next_idle;
+    else
+      idle_head_ = p.next_idle;
+    if (p.next_idle != kNone)
+      pages_[p.next_idle].prev_idle = p.prev_idle;
+    else
+      idle_tail_ = p.prev_idle;
     p.prev_idle = p.next_idle = kNone;
     p.idle = false;
     --idle_count_;

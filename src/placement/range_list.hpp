@@ -8,9 +8,9 @@
 namespace memkit::placement {
 
 struct range_node : free_node {
-  std::uint64_t offset = 0;           // from the start of the segment
-  range_node* prev_range = nullptr;   // the range just below, in the same segment
-  range_node* next_range = nullptr;   // the range just above
+  std::uint64_t offset = 0;          // from the start of the segment
+  range_node* prev_range = nullptr;  // the range just below, in the same segment
+  range_node* next_range = nullptr;  // the range just above
 };
 
 // node keeps its first `head` bytes; `rest` takes the remainder and follows it.

@@ -93,8 +93,10 @@ bool segment_pool::can_merge(const block* lower, const block* upper) const {
 
 block* segment_pool::merge(block* lower, block* upper) {
   // Both safe: safe for good. Both waiting on one queue: wait for the later free.
-  if (is_safe(lower)) lower->free_serial = 0;
-  else if (upper->free_serial > lower->free_serial) lower->free_serial = upper->free_serial;
+  if (is_safe(lower))
+    lower->free_serial = 0;
+  else if (upper->free_serial > lower->free_serial)
+    lower->free_serial = upper->free_serial;
   placement::absorb_next(lower);
   if (upper->is_listed()) list_unmerged(lower);  // upper's other neighbour still stands apart
   discard(upper);
@@ -191,10 +193,14 @@ void segment_pool::set_idle(segment* s, bool idle) {
     idle_head_ = s;
     if (!idle_tail_) idle_tail_ = s;
   } else {
-    if (s->prev_idle) s->prev_idle->next_idle = s->next_idle;
-    else idle_head_ = s->next_idle;
-    if (s->next_idle) s->next_idle->prev_idle = s->prev_idle;
-    else idle_tail_ = s->prev_idle;
+    if (s->prev_idle)
+      s->prev_idle->next_idle = s->next_idle;
+    else
+      idle_head_ = s->next_idle;
+    if (s->next_idle)
+      s->next_idle->prev_idle = s->prev_idle;
+    else
+      idle_tail_ = s->prev_idle;
     s->prev_idle = s->next_idle = nullptr;
   }
 }
@@ -241,7 +247,8 @@ void segment_pool::validate(std::size_t* live_bytes, std::size_t* free_bytes,
         if (b->deferred == b->indexed) fail("a free block is neither indexed nor deferred");
         if (b->indexed) {
           ++indexed;
-          if (b->bin != placement::free_index::bin_of(b->size)) fail("a free block is in the wrong bin");
+          if (b->bin != placement::free_index::bin_of(b->size))
+            fail("a free block is in the wrong bin");
         }
         if (prev && !prev->live && prev->indexed && b->indexed && can_merge(prev, b) &&
             !prev->is_listed() && !b->is_listed())

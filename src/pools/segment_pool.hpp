@@ -15,24 +15,24 @@
 
 namespace memkit::pools {
 
-inline constexpr std::size_t kQuantum = 512;                    // request rounding
+inline constexpr std::size_t kQuantum = 512;                        // request rounding
 inline constexpr std::size_t kSmallRequest = std::size_t{1} << 20;  // small pool: <= 1 MiB
 inline constexpr std::size_t kSmallSegment = std::size_t{2} << 20;  // small segments: 2 MiB
-inline constexpr std::size_t kSmallWaste = 4096;                // most a small reuse may waste
+inline constexpr std::size_t kSmallWaste = 4096;                    // most a small reuse may waste
 
 struct segment;
 
 // Aligned to a cache line: blocks parked and handed out by different threads' caches
 // must not share one, or every cache hit would bounce it between cores.
 struct alignas(64) block : placement::range_node {
-  segment* owner = nullptr;        // the segment the block lies in
-  std::size_t requested = 0;       // live: bytes asked for; free: 0
-  std::uint64_t free_serial = 0;   // free: when it was freed; safe for every queue once
-                                   // free_serial <= safe_serial[queue]
-  queue_id queue = 0;              // live: queue it serves; free: queue that used it last
-  bool live = false;               // handed out
-  bool deferred = false;           // free but waiting for other queues' recorded uses
-  bool used_elsewhere = false;     // live and record_use named another queue
+  segment* owner = nullptr;                  // the segment the block lies in
+  std::size_t requested = 0;                 // live: bytes asked for; free: 0
+  std::uint64_t free_serial = 0;             // free: when it was freed; safe for every queue once
+                                             // free_serial <= safe_serial[queue]
+  queue_id queue = 0;                        // live: queue it serves; free: queue that used it last
+  bool live = false;                         // handed out
+  bool deferred = false;                     // free but waiting for other queues' recorded uses
+  bool used_elsewhere = false;               // live and record_use named another queue
   std::uint32_t unmerged_slot = kNotListed;  // place in the list of blocks left apart
   // Live: a number unique to this hand-out; free: 0. Read without the lock by a
   // thread cache checking that a block it handed out was not freed elsewhere.
@@ -55,15 +55,15 @@ struct alignas(64) block : placement::range_node {
 };
 
 struct segment {
-  address_t base = 0;              // first device address
-  std::size_t size = 0;            // bytes, a multiple of the granularity
-  block* first = nullptr;          // lowest block
-  std::size_t live_blocks = 0;     // blocks handed out
-  segment* prev_idle = nullptr;    // idle list (live_blocks == 0), most recent first
+  address_t base = 0;            // first device address
+  std::size_t size = 0;          // bytes, a multiple of the granularity
+  block* first = nullptr;        // lowest block
+  std::size_t live_blocks = 0;   // blocks handed out
+  segment* prev_idle = nullptr;  // idle list (live_blocks == 0), most recent first
   segment* next_idle = nullptr;
-  bool idle = false;               // on the idle list
-  bool small = false;              // belongs to the small pool
-  bool virtual_range = false;      // an arena's reserved address range, not memory
+  bool idle = false;           // on the idle list
+  bool small = false;          // belongs to the small pool
+  bool virtual_range = false;  // an arena's reserved address range, not memory
 };
 
 // The waste a reuse of `block_size` bytes for a request of `size` may leave unsplit.

@@ -150,7 +150,8 @@ TYPED_TEST(conformance, reuse_wastes_a_bounded_amount) {
     if (rounded > (1u << 20)) {
       EXPECT_EQ(a.size, rounded) << bytes;
     } else {
-      EXPECT_LT(a.size - rounded, std::max<std::size_t>(512, std::min<std::size_t>(rounded / 2, 4096)))
+      EXPECT_LT(a.size - rounded,
+                std::max<std::size_t>(512, std::min<std::size_t>(rounded / 2, 4096)))
           << bytes;
     }
     live.push_back(a);
@@ -214,8 +215,9 @@ TYPED_TEST(conformance, out_of_memory_changes_nothing_and_says_why) {
 TYPED_TEST(conformance, pressure_releases_the_cache_before_failing) {
   this->allocator_->set_memory_limit(64 << 20);
   const allocation a = this->allocator_->allocate(40 << 20);
-  const allocation pin = this->allocator_->allocate(2 << 20);  // keeps a's memory from growing in place
-  this->allocator_->free(a.address);  // cached
+  const allocation pin =
+      this->allocator_->allocate(2 << 20);  // keeps a's memory from growing in place
+  this->allocator_->free(a.address);        // cached
   const allocation b = this->allocator_->allocate(50 << 20);
   const statistics s = this->allocator_->get_statistics();
   EXPECT_LE(s.peak_reserved_bytes, std::size_t{64} << 20);
@@ -263,7 +265,7 @@ TYPED_TEST(conformance, statistics_recount_matches_under_random_operations) {
     const int op = static_cast<int>(rng() % 10);
     if (op < 5 || live.empty()) {
       live.push_back(this->allocator_->allocate(1 + rng() % (rng() % 8 ? 65536 : 16 << 20),
-                                           static_cast<queue_id>(rng() % 2)));
+                                                static_cast<queue_id>(rng() % 2)));
     } else if (op < 9) {
       const std::size_t k = rng() % live.size();
       this->allocator_->free(live[k].address);
@@ -286,7 +288,8 @@ TYPED_TEST(conformance, threads_allocating_and_freeing_account_for_every_byte) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(static_cast<std::uint64_t>(t));
       for (int i = 0; i < 2000; ++i) {
-        handoff[t].push_back(this->allocator_->allocate(1 + rng() % 200000, static_cast<queue_id>(t % 2)));
+        handoff[t].push_back(
+            this->allocator_->allocate(1 + rng() % 200000, static_cast<queue_id>(t % 2)));
         if (handoff[t].size() > 32) {
           this->allocator_->free(handoff[t].front().address);
           handoff[t].erase(handoff[t].begin());

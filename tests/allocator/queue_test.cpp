@@ -130,7 +130,8 @@ TEST_P(queue_reuse, out_of_memory_when_waiting_cannot_help) {
 TEST_P(queue_reuse, backend_full_releases_cache_and_retries) {
   sim_options o = small_device();
   sim_backend device(o);
-  allocator alloc(device, {.policy = GetParam(), .memory_limit = std::size_t{1} << 30});  // above capacity
+  allocator alloc(device,
+                  {.policy = GetParam(), .memory_limit = std::size_t{1} << 30});  // above capacity
   const allocation a = alloc.allocate(40 << 20, 0);
   const allocation pin = alloc.allocate(2 << 20, 0);  // a's memory cannot grow in place
   alloc.free(a.address);

@@ -1,8 +1,8 @@
-#include "memkit/memkit.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "memkit/memkit.h"
 
 TEST(capi, allocates_frees_and_reports) {
   memkit_backend* device = memkit_sim_backend_create(std::size_t{1} << 30, 0);
@@ -25,7 +25,8 @@ TEST(capi, allocates_frees_and_reports) {
   EXPECT_NE(std::string(memkit_last_error()).find("out of memory"), std::string::npos);
   EXPECT_EQ(memkit_set_memory_limit(alloc, 8 << 20), std::size_t{4} << 20);
   std::size_t previous = 1;
-  EXPECT_EQ(memkit_set_wired_limit(alloc, std::size_t{4} << 30, &previous), MEMKIT_INVALID_ARGUMENT);
+  EXPECT_EQ(memkit_set_wired_limit(alloc, std::size_t{4} << 30, &previous),
+            MEMKIT_INVALID_ARGUMENT);
   memkit_clear_cache(alloc);
   memkit_get_statistics(alloc, &s);
   EXPECT_EQ(s.cached_bytes, 0u);

@@ -21,7 +21,7 @@ struct sim_options {
   std::size_t granularity = std::size_t{2} << 20;  // segment and page size unit
   std::size_t max_buffer = 0;                      // 0: the capacity
   std::size_t alignment = 256;
-  std::size_t max_wired = 0;     // 0: the capacity
+  std::size_t max_wired = 0;  // 0: the capacity
   std::uint32_t queue_count = 4;
   // Fences complete only when told (complete()), or, when > 0, once this many
   // later submissions have been made on the same queue.
@@ -60,14 +60,14 @@ struct sim_counters {
   std::uint64_t maps = 0;
   std::uint64_t set_accesses = 0;
   std::uint64_t unmaps = 0;
-  std::size_t page_bytes = 0;       // physical page bytes held now
-  std::size_t mapped_bytes = 0;     // bytes mapped now
-  std::uint64_t simulated_ns = 0;   // sum of the per-call costs
+  std::size_t page_bytes = 0;          // physical page bytes held now
+  std::size_t mapped_bytes = 0;        // bytes mapped now
+  std::uint64_t simulated_ns = 0;      // sum of the per-call costs
   std::uint64_t copies_to_device = 0;  // transfers (store_contents only)
   std::uint64_t copies_to_host = 0;
-  std::size_t bytes_to_device = 0;     // device bytes written by those transfers
-  std::size_t bytes_to_host = 0;       // device bytes read by them
-  std::uint64_t kernels = 0;           // fill and copy calls
+  std::size_t bytes_to_device = 0;  // device bytes written by those transfers
+  std::size_t bytes_to_host = 0;    // device bytes read by them
+  std::uint64_t kernels = 0;        // fill and copy calls
 };
 
 class sim_backend final : public backend {
@@ -99,10 +99,10 @@ class sim_backend final : public backend {
   page_id get_mapping(address_t at) const;
 
   // Test controls.
-  std::uint64_t submit(queue_id queue);      // new work on the queue; returns its fence
+  std::uint64_t submit(queue_id queue);                // new work on the queue; returns its fence
   void complete(queue_id queue, std::uint64_t value);  // finish work up to value
   void complete_all();
-  void set_capacity(std::size_t bytes);      // change the simulated capacity
+  void set_capacity(std::size_t bytes);  // change the simulated capacity
   sim_counters get_counters() const;
   std::size_t get_wired_limit() const;
 
@@ -124,12 +124,12 @@ class sim_backend final : public backend {
     std::vector<page_id> mapped;  // per granule: the physical page there, 0 if none
   };
   struct physical_page {
-    std::size_t bytes = 0;        // 0 once released
-    std::size_t mappings = 0;     // granules it is mapped at
+    std::size_t bytes = 0;     // 0 once released
+    std::size_t mappings = 0;  // granules it is mapped at
   };
   range* find_range(address_t at, std::size_t bytes);
-  std::vector<range> ranges_;               // reserved address ranges
-  std::vector<physical_page> pages_{1};     // by page id; id 0 is never used
+  std::vector<range> ranges_;            // reserved address ranges
+  std::vector<physical_page> pages_{1};  // by page id; id 0 is never used
   address_t next_address_;
   std::size_t wired_limit_ = 0;
   mutable sim_counters counters_;

@@ -1,8 +1,8 @@
-#include "memkit/backends/cpu.hpp"
-
 #include <unistd.h>
 
 #include <cstdlib>
+
+#include "memkit/backends/cpu.hpp"
 
 namespace memkit {
 

@@ -1,7 +1,6 @@
-#include "memkit/backends/sim.hpp"
-
 #include <string>
 
+#include "memkit/backends/sim.hpp"
 #include "memkit/errors.hpp"
 
 namespace memkit {
