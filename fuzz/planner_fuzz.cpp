@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   });
   static const std::string path = temp_path();
   if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
-    std::fwrite(data, 1, size, f);
+    if (size > 0) std::fwrite(data, 1, size, f);  // data may be null when size is 0
     std::fclose(f);
     expect_clear_errors([&] { return memkit::planner::read_instance(path); });
     std::remove(path.c_str());

@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   expect_clear_errors([&] { return memkit::trace::parse(text, "fuzz.csv"); });
   static const std::string path = temp_path();
   if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
-    std::fwrite(data, 1, size, f);
+    if (size > 0) std::fwrite(data, 1, size, f);  // data may be null when size is 0
     std::fclose(f);
     expect_clear_errors([&] { return memkit::trace::read(path); });
     std::remove(path.c_str());
