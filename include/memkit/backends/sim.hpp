@@ -108,6 +108,7 @@ class sim_backend final : public backend {
 
  private:
   void check_queue(queue_id queue, const char* function) const;
+  void note_held_locked();  // peak of segment and page bytes held
   // The stored bytes [address, address + bytes) of one live segment; caller holds mutex_.
   unsigned char* find_contents(address_t address, std::size_t bytes, const char* function);
 

@@ -37,10 +37,14 @@ address_t sim_backend::allocate_segment(std::size_t bytes) {
   segments_.emplace(address, bytes);
   counters_.segment_allocs++;
   counters_.reserved_bytes += bytes;
-  const std::size_t held = counters_.reserved_bytes + counters_.page_bytes;
-  if (held > counters_.peak_reserved_bytes) counters_.peak_reserved_bytes = held;
+  note_held_locked();
   counters_.simulated_ns += options_.segment_alloc_ns;
   return address;
+}
+
+void sim_backend::note_held_locked() {
+  const std::size_t held = counters_.reserved_bytes + counters_.page_bytes;
+  if (held > counters_.peak_reserved_bytes) counters_.peak_reserved_bytes = held;
 }
 
 void sim_backend::free_segment(address_t address, std::size_t bytes) {

@@ -54,8 +54,7 @@ page_id sim_backend::create_page(std::size_t bytes) {
   pages_.push_back({bytes, 0});
   counters_.pages_created++;
   counters_.page_bytes += bytes;
-  const std::size_t held = counters_.reserved_bytes + counters_.page_bytes;
-  if (held > counters_.peak_reserved_bytes) counters_.peak_reserved_bytes = held;
+  note_held_locked();
   counters_.simulated_ns += options_.create_page_ns;
   return page;
 }
