@@ -13,8 +13,7 @@
 #include "memkit/backends/vulkan.hpp"
 #endif
 #if MEMKIT_HAVE_CUDA
-// Hook for the CUDA backend (src/backends/cuda): add its managed-memory and
-// device-memory variants to make_devices() below, like the Vulkan one.
+#include "memkit/backends/cuda.hpp"
 #endif
 
 using namespace memkit;
@@ -80,6 +79,19 @@ int main() {
   }
 #else
   std::printf("vulkan: not built (cmake/vulkan.cmake said why)\n");
+#endif
+#if MEMKIT_HAVE_CUDA
+  if (const cuda_availability cuda = check_cuda_device(0); cuda.available) {
+    for (const cuda_memory kind : {cuda_memory::unified, cuda_memory::device}) {
+      cuda_backend gpu(cuda_options{.memory = kind});
+      run_framework_code(kind == cuda_memory::unified ? "cuda (managed)" : "cuda (device)", gpu,
+                         {});
+    }
+  } else {
+    std::printf("cuda: skipped (%s)\n", cuda.reason.c_str());
+  }
+#else
+  std::printf("cuda: not built (cmake/cuda.cmake said why)\n");
 #endif
   return 0;
 }
