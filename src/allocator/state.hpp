@@ -118,7 +118,7 @@ struct allocator::state {
   // Under the lock: folds every cache's counters into stats and gives its blocks
   // back to the pools. Returns the bytes that were parked.
   std::size_t flush_thread_caches_locked();
-  void flush_thread_cache_locked(thread_cache& cache);
+  std::size_t flush_thread_cache_locked(thread_cache& cache);  // returns the bytes parked
   std::size_t calculate_parked_locked(std::size_t* blocks = nullptr) const;
   // stats with every cache's counters added (under the lock).
   statistics get_statistics_locked() const;

@@ -59,8 +59,9 @@ thread_cache* allocator::state::get_thread_cache_slow() {
   return found;
 }
 
-void allocator::state::flush_thread_cache_locked(thread_cache& cache) {
+std::size_t allocator::state::flush_thread_cache_locked(thread_cache& cache) {
   cache.lock();
+  const std::size_t parked = cache.get_parked_bytes();
   stats.active_bytes = static_cast<std::size_t>(static_cast<std::int64_t>(stats.active_bytes) +
                                                 cache.stats.active_delta);
   stats.requested_bytes = static_cast<std::size_t>(
@@ -77,15 +78,13 @@ void allocator::state::flush_thread_cache_locked(thread_cache& cache) {
   });
   cache.unlock();
   stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+  return parked;
 }
 
 std::size_t allocator::state::flush_thread_caches_locked() {
   // `caches` changes only with the lock held too, so the lock suffices here.
   std::size_t parked = 0;
-  for (thread_cache* cache : caches) {
-    parked += cache->get_parked_bytes();
-    flush_thread_cache_locked(*cache);
-  }
+  for (thread_cache* cache : caches) parked += flush_thread_cache_locked(*cache);
   return parked;
 }
 
