@@ -442,15 +442,7 @@ void allocator::state::release_deferred_locked() {
 }
 
 std::size_t allocator::state::calculate_releasable() const {
-  std::size_t bytes = calculate_arena_releasable();
-  for (const segment_pool* pool : {&small, &large}) {
-    for (const segment* seg : pool->get_segments()) {
-      if (seg->idle && seg->first->size == seg->size && seg->first->indexed &&
-          pool->is_safe(seg->first))
-        bytes += seg->size;
-    }
-  }
-  return bytes;
+  return calculate_arena_releasable() + small.calculate_releasable() + large.calculate_releasable();
 }
 
 void allocator::state::release_until(std::size_t target_reserved, released_memory& out) {

@@ -207,9 +207,17 @@ void segment_pool::set_idle(segment* s, bool idle) {
 
 segment* segment_pool::get_releasable() const {
   for (segment* s = idle_tail_; s; s = s->prev_idle) {
-    if (s->first->size == s->size && s->first->indexed && is_safe(s->first)) return s;
+    if (is_releasable(s)) return s;
   }
   return nullptr;
+}
+
+std::size_t segment_pool::calculate_releasable() const {
+  std::size_t bytes = 0;
+  for (const segment* s : segments_) {
+    if (is_releasable(s)) bytes += s->size;
+  }
+  return bytes;
 }
 
 void segment_pool::remove_segment(segment* s) {

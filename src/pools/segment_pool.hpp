@@ -127,6 +127,12 @@ class segment_pool {
   void merge_unmerged();
   // An idle, safe segment to release, least recently used first; nullptr if none.
   segment* get_releasable() const;
+  // Whether s can go back to the backend: one free block, safe on every queue.
+  bool is_releasable(const segment* s) const {
+    return s->idle && s->first->size == s->size && s->first->indexed && is_safe(s->first);
+  }
+  // Bytes of every segment that could go back now.
+  std::size_t calculate_releasable() const;
   void remove_segment(segment* s);  // s must be idle: its one block free and indexed
 
   std::size_t calculate_largest_free() const { return index_.calculate_largest(); }
@@ -135,7 +141,6 @@ class segment_pool {
   // Pages the pool's memory is mapped in (an arena): placement then favours
   // sharing partly used pages. 0: no pages.
   void set_page_size(std::size_t bytes) { page_size_ = bytes; }
-  std::uint64_t get_free_count() const { return index_.get_count(); }
   // Checks the pool's invariants; throws invariant_violation naming the first broken one.
   void validate(std::size_t* live_bytes, std::size_t* free_bytes, std::size_t* live_blocks,
                 std::size_t* requested_bytes) const;
