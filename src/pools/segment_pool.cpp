@@ -126,24 +126,26 @@ void segment_pool::give_back(block* b, std::uint64_t free_serial) {
   b->live = false;
   b->requested = 0;
   b->free_serial = free_serial;
+  // Merge each way for as long as the state allows: a neighbour absorbed here may
+  // have stood apart from its own other neighbour, which can join now.
   bool apart = false;
-  auto* lower = static_cast<block*>(b->prev_range);
-  if (lower && !lower->live && lower->indexed) {
-    if (can_merge(lower, b)) {
-      index_.remove(lower);
-      b = merge(lower, b);
-    } else {
+  for (auto* lower = static_cast<block*>(b->prev_range); lower && !lower->live && lower->indexed;
+       lower = static_cast<block*>(b->prev_range)) {
+    if (!can_merge(lower, b)) {
       apart = true;
+      break;
     }
+    index_.remove(lower);
+    b = merge(lower, b);
   }
-  auto* upper = static_cast<block*>(b->next_range);
-  if (upper && !upper->live && upper->indexed) {
-    if (can_merge(b, upper)) {
-      index_.remove(upper);
-      b = merge(b, upper);
-    } else {
+  for (auto* upper = static_cast<block*>(b->next_range); upper && !upper->live && upper->indexed;
+       upper = static_cast<block*>(b->next_range)) {
+    if (!can_merge(b, upper)) {
       apart = true;
+      break;
     }
+    index_.remove(upper);
+    b = merge(b, upper);
   }
   index_.insert(b);
   if (apart) list_unmerged(b);

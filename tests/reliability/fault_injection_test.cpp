@@ -212,8 +212,7 @@ fault_run run_with_faults(fault_injection_options options, std::uint64_t seed, i
   driver.drain();
   faults.set_enabled(false);
   driver.set_memory_limit(64 * MiB);
-  // All the device has left (less segments stranded by the known bug, see
-  // reference_model.hpp) serves one request.
+  // All the device has left serves one request.
   const std::size_t left = 64 * MiB - alloc.get_statistics().reserved_bytes;
   const address_t a = driver.allocate(left - 4 * MiB, 0);
   if (a == 0) throw model_mismatch("[reliability] a request failed after the faults");

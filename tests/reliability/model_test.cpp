@@ -75,7 +75,6 @@ TEST(merging, free_neighbours_merge_once_their_fences_complete) {
   options.validate = true;
   allocator alloc(faults, options);
   api_driver driver(device, faults, alloc);
-  driver.tolerate_stranded = false;
   std::mt19937_64 rng(1);
   for (int i = 0; i < 8483; ++i) run_random_call(driver, rng, device.get_facts());
   EXPECT_NO_THROW(driver.drain());

@@ -65,7 +65,6 @@ struct driver_counts {
   std::uint64_t out_of_memory = 0;     // clear out_of_memory errors seen
   std::uint64_t invalid_argument = 0;  // bad calls made on purpose, each rejected
   std::uint64_t faulted_calls = 0;     // API calls during which a fault was injected
-  std::uint64_t stranded_bytes = 0;    // see api_driver::tolerate_stranded
 };
 
 class api_driver {
@@ -77,11 +76,6 @@ class api_driver {
   const std::map<address_t, model_block>& get_live() const { return live_; }
   const driver_counts& get_counts() const { return counts_; }
 
-  // KNOWN ISSUE: allow all-free small segments whose blocks never merged to stay
-  // reserved after drain() (seen with late fences and thread caches; the arena
-  // and clear_cache cases are fixed). merging.free_neighbours_merge_once_their_
-  // fences_complete runs strictly.
-  bool tolerate_stranded = true;
   // With thread caches on, a block parked in a cache still counts on the shared
   // counters the peaks are kept on, so peaks are upper bounds by design
   // (src/allocator/thread_cache.hpp); exact only when the caches are off or flushed.
@@ -248,15 +242,7 @@ class api_driver {
     check_all();
     const statistics s = alloc_.get_statistics();
     check(s.active_bytes == 0 && s.live_blocks == 0, "blocks live after freeing all");
-    std::size_t stranded = 0;
-    for (const segment_view& v : alloc_.calculate_segments()) {
-      const bool all_free = std::none_of(v.blocks.begin(), v.blocks.end(),
-                                         [](const block_view& b) { return b.live; });
-      if (all_free && v.blocks.size() > 1) stranded += v.size;
-    }
-    if (tolerate_stranded && stranded == s.reserved_bytes) {
-      counts_.stranded_bytes += stranded;
-    } else if (s.reserved_bytes != 0 || s.segments != 0) {
+    if (s.reserved_bytes != 0 || s.segments != 0) {
       std::string layout;
       for (const segment_view& v : alloc_.calculate_segments()) {
         layout += " [segment " + std::to_string(v.size) + (v.small ? " small:" : ":");
@@ -330,8 +316,7 @@ class api_driver {
     for (const segment_view& v : alloc_.calculate_segments()) {
       const bool live =
           std::any_of(v.blocks.begin(), v.blocks.end(), [](const block_view& b) { return b.live; });
-      // While the stranded-segment bug stands, an all-free split segment may be stuck.
-      if (live || (tolerate_stranded && v.blocks.size() > 1)) bytes += v.size;
+      if (live) bytes += v.size;
     }
     return bytes;
   }
