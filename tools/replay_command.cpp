@@ -32,6 +32,7 @@ struct replay_settings {
   std::string policy_name = "automatic";
   std::string capacity_text = "1TiB";
   std::string granularity_text = "2MiB";
+  double arena_slack = 0.0;
   bool min_capacity = false;
   bool json = false;
   bool validate = false;
@@ -252,6 +253,7 @@ void run_replay(const replay_settings& settings) {
   options.capacity = parse_size(settings.capacity_text, "--capacity");
   options.granularity = parse_size(settings.granularity_text, "--granularity");
   options.validate = settings.validate;
+  options.arena_slack = settings.arena_slack;
   options.policy = settings.policy_name == "segments" ? pool_policy::segments
                    : settings.policy_name == "arena"  ? pool_policy::arena
                                                       : pool_policy::automatic;
@@ -346,6 +348,12 @@ void add_replay_command(CLI::App& app) {
   command
       ->add_option("--granularity", settings->granularity_text,
                    "simulated device segment granularity, e.g. 2MiB")
+      ->capture_default_str();
+  command
+      ->add_option("--arena-slack", settings->arena_slack,
+                   "reserved the arena may grow to, over peak live, before it reuses idle pages "
+                   "elsewhere (0.02: 2%); fewer remaps for more memory")
+      ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
   command->add_flag("--min-capacity", settings->min_capacity,
                     "also find the smallest capacity (1 MiB steps) the trace runs in");

@@ -17,6 +17,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -30,9 +31,40 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 
+// MEMKIT_POLICY (automatic | segments | arena) and MEMKIT_ARENA_SLACK (a fraction,
+// e.g. 0.02) choose the allocator's options, as memkit replay's --policy and
+// --arena-slack do; a bad value is an error naming the variable.
+memkit::allocator_options get_options_from_environment() {
+  memkit::allocator_options options;
+  if (const char* policy = std::getenv("MEMKIT_POLICY")) {
+    const std::string name = policy;
+    if (name == "automatic") {
+      options.policy = memkit::pool_policy::automatic;
+    } else if (name == "segments") {
+      options.policy = memkit::pool_policy::segments;
+    } else if (name == "arena") {
+      options.policy = memkit::pool_policy::arena;
+    } else {
+      throw memkit::invalid_argument("[memkit::torch_malloc] MEMKIT_POLICY='" + name +
+                                     "': expected automatic, segments or arena");
+    }
+  }
+  if (const char* slack = std::getenv("MEMKIT_ARENA_SLACK")) {
+    char* end = nullptr;
+    const double value = std::strtod(slack, &end);
+    if (end == slack || *end != '\0' || !(value >= 0.0 && value <= 10.0)) {
+      throw memkit::invalid_argument("[memkit::torch_malloc] MEMKIT_ARENA_SLACK='" +
+                                     std::string(slack) + "': expected a fraction from 0 to 10");
+    }
+    options.arena_slack = value;
+  }
+  return options;
+}
+
 struct device_allocator {
   explicit device_allocator(int device)
-      : backend(memkit::cuda_options{.device = device}), allocator(backend) {}
+      : backend(memkit::cuda_options{.device = device}),
+        allocator(backend, get_options_from_environment()) {}
   memkit::cuda_backend backend;
   memkit::allocator allocator;
 };

@@ -42,9 +42,23 @@ def read_memkit_statistics(lib_path, device=0):
     return {name: getattr(stats, name) for name in STAT_FIELDS}
 
 
+def parse_allocator(spec):
+    """'pytorch', 'memkit' or 'memkit:policy=segments,arena_slack=0.02': (name, env)."""
+    name, _, options = spec.partition(":")
+    if name not in ("pytorch", "memkit") or (name == "pytorch" and options):
+        raise SystemExit("[train_compare] unknown allocator '%s'" % spec)
+    env = {}
+    for item in filter(None, options.split(",")):
+        key, _, value = item.partition("=")
+        if key not in ("policy", "arena_slack") or not value:
+            raise SystemExit("[train_compare] '%s': options are policy=P and arena_slack=F" % spec)
+        env["MEMKIT_" + key.upper()] = value
+    return name, env
+
+
 def run_one(model_name, allocator, lib_path, steps, warmup, seed):
     import torch
-    if allocator == "memkit":
+    if parse_allocator(allocator)[0] == "memkit":
         pluggable = torch.cuda.memory.CUDAPluggableAllocator(
             lib_path, "memkit_torch_malloc", "memkit_torch_free")
         torch.cuda.memory.change_current_allocator(pluggable)
@@ -96,7 +110,7 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
 
     result = {"model": model_name, "allocator": allocator, "step_ms": step_ms,
               "losses": losses}
-    if allocator == "memkit":
+    if parse_allocator(allocator)[0] == "memkit":
         stats = read_memkit_statistics(lib_path)
         result["peak_reserved"] = stats["peak_reserved_bytes"]
         result["peak_allocated"] = stats["peak_requested_bytes"]
@@ -112,7 +126,8 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lib", required=True, help="path of libmemkit_torch.so")
     parser.add_argument("--models", nargs="+", default=["resnet50", "gpt2"])
-    parser.add_argument("--allocators", nargs="+", default=["pytorch", "memkit"])
+    parser.add_argument("--allocators", nargs="+", default=["pytorch", "memkit"],
+                        help="pytorch, memkit, or memkit:policy=P,arena_slack=F")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
@@ -130,13 +145,16 @@ def main():
         return 0
 
     results = []
+    for allocator in args.allocators:
+        parse_allocator(allocator)  # a bad name stops the run before any training
     for model in args.models:
         for allocator in args.allocators:
+            env = dict(os.environ, **parse_allocator(allocator)[1])
             out = subprocess.run(
                 [sys.executable, __file__, "--lib", lib, "--steps", str(args.steps),
                  "--warmup", str(args.warmup), "--seed", str(args.seed),
                  "--child", model, allocator],
-                capture_output=True, text=True)
+                capture_output=True, text=True, env=env)
             lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
             if out.returncode != 0 or not lines:
                 print("[train_compare] %s with %s failed (exit %d):\n%s" %
@@ -145,7 +163,7 @@ def main():
                 continue
             results.append(json.loads(lines[-1][len("RESULT "):]))
 
-    print("\n%-9s %-8s %10s %16s %16s %9s  %s" % ("model", "alloc", "step ms", "peak reserved",
+    print("\n%-9s %-28s %10s %16s %16s %9s  %s" % ("model", "alloc", "step ms", "peak reserved",
                                                   "peak allocated", "res/alloc", "losses"))
     ok = True
     for r in results:
@@ -153,18 +171,23 @@ def main():
             ok = False
             continue
         ratio = r["peak_reserved"] / max(r["peak_allocated"], 1)
-        print("%-9s %-8s %10.2f %16d %16d %9.3f  %s" % (
+        print("%-9s %-28s %10.2f %16d %16d %9.3f  %s" % (
             r["model"], r["allocator"], r["step_ms"], r["peak_reserved"], r["peak_allocated"],
             ratio, " ".join("%.6f" % l for l in r["losses"])))
     for model in args.models:
         runs = {r["allocator"]: r for r in results if r["model"] == model and not r.get("failed")}
-        if "pytorch" in runs and "memkit" in runs:
-            a, b = runs["pytorch"]["losses"], runs["memkit"]["losses"]
-            worst = max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
+        if "pytorch" not in runs:
+            continue
+        base = runs["pytorch"]
+        for name, run in runs.items():
+            if name == "pytorch":
+                continue
+            worst = max(abs(x - y) / max(abs(x), 1e-12)
+                        for x, y in zip(base["losses"], run["losses"]))
             match = worst <= args.rtol
             ok &= match
-            print("%s: step time memkit/pytorch %.4f; losses %s (largest relative difference %.2e)"
-                  % (model, runs["memkit"]["step_ms"] / runs["pytorch"]["step_ms"],
+            print("%s %s: step time / pytorch %.4f; losses %s (largest relative difference %.2e)"
+                  % (model, name, run["step_ms"] / base["step_ms"],
                      "match" if match else "DIFFER", worst))
     if args.json:
         with open(args.json, "w") as f:

@@ -10,8 +10,12 @@ namespace memkit {
 namespace {
 using placement::page_map;
 
-// Free ranges examined for one whose pages are all mapped, before best fit.
+// Free ranges examined for one whose pages are all mapped, before best fit. With
+// no slack only ranges near the request's size: a much larger one would be split
+// and leave partly used pages behind. With slack, memory is traded for map calls:
+// any mapped range, among more of them.
 constexpr int kMappedCandidates = 16;
+constexpr int kMappedCandidatesWithSlack = 256;
 constexpr std::size_t kNearFit = 8;  // "near": within 1/8 of the request
 
 std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
@@ -53,13 +57,14 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   const std::size_t g = a.page_size;
   // First choice: a free range whose pages are all mapped already, among the
   // first few that fit; it costs no map call. Otherwise best fit.
+  const bool near_only = arena_slack <= 0.0;
+  const int max_candidates = near_only ? kMappedCandidates : kMappedCandidatesWithSlack;
   int candidates = 0;
   block* b = a.range.take_where(
       size, queue,
       [&](const block* free_range, std::size_t start) {
-        // Only ranges near the request's size: a much larger one would be split
-        // and leave partly used pages behind.
-        if (++candidates > kMappedCandidates || free_range->size > size + size / kNearFit)
+        if (++candidates > max_candidates ||
+            (near_only && free_range->size > size + size / kNearFit))
           return false;
         const std::uint32_t last_page = page_of(start + size - 1, g);
         if (last_page >= a.pages.get_count()) return false;
@@ -84,15 +89,17 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
     else if (!p.physical)
       ++need;
   }
-  // Idle pages elsewhere, least recently used first, that this queue may take;
-  // none while new pages keep reserved within the slack over the peak in use,
-  // since every stolen page is an unmap now and likely a map again later.
+  // Idle pages elsewhere, least recently used first, that this queue may take,
+  // for the pages that new ones cannot give within the slack over the peak in
+  // use: every stolen page is an unmap now and likely a map again later.
   std::vector<std::uint32_t> stolen;
   const std::size_t growth_room =
       static_cast<std::size_t>(static_cast<double>(stats.peak_active_bytes) * (1.0 + arena_slack));
-  const bool may_grow = stats.reserved_bytes + reserving + need * g <= growth_room;
-  for (std::uint32_t j = a.pages.get_idle_tail();
-       !may_grow && j != page_map::kNone && stolen.size() < need; j = a.pages.get(j).prev_idle) {
+  const std::size_t in_use = stats.reserved_bytes + reserving;
+  const std::size_t room_pages = growth_room > in_use ? (growth_room - in_use) / g : 0;
+  const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
+  for (std::uint32_t j = a.pages.get_idle_tail(); j != page_map::kNone && stolen.size() < to_steal;
+       j = a.pages.get(j).prev_idle) {
     const page_map::page& p = a.pages.get(j);
     if (j >= first && j <= last) continue;
     if (p.queue == queue || p.free_serial <= safe_serial[p.queue]) stolen.push_back(j);

@@ -29,6 +29,7 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
   allocator_options allocator_settings;
   allocator_settings.validate = options.validate;
   allocator_settings.policy = options.policy;
+  allocator_settings.arena_slack = options.arena_slack;
   if (options.device == backend_kind::sim) {
     sim_options sim_settings;
     sim_settings.capacity = options.capacity;
