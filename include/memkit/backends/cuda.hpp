@@ -4,6 +4,13 @@
 // over this backend). Virtual memory is the driver's: cuMemAddressReserve,
 // cuMemCreate, cuMemMap + cuMemSetAccess, cuMemUnmap, cuMemRelease.
 //
+// Several GPUs: one backend per device (cuda_options::device). Peer access
+// (memkit::peer_access) enables cudaMalloc memory for the accessor's context and
+// sets the accessor's access on every mapping of virtual memory, present and future.
+// Sharing (memkit::memory_sharing): virtual memory as POSIX file descriptors, one per
+// physical allocation (pages must be created exportable), cudaMalloc segments as
+// legacy IPC handles (src/backends/cuda/cuda_sharing.cpp).
+//
 // Queues are streams: queue 0 is the legacy default stream, other streams get a
 // queue the first time get_queue sees them. Fences are CUDA events taken from a
 // pool, recorded by get_submitted; values increase per queue and complete in order.
@@ -20,6 +27,8 @@
 #include <string>
 
 #include "memkit/backend.hpp"
+#include "memkit/devices.hpp"
+#include "memkit/sharing.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
@@ -35,12 +44,19 @@ enum class cuda_memory {
   device,       // cudaMalloc; virtual memory where the device supports it
   unified,      // cudaMallocManaged with concurrent managed access, else pinned host
   pinned_host,  // cudaHostAlloc: host memory the device reads and writes directly
+  // Device memory as ncclMemAlloc makes it: each segment one physical allocation,
+  // exportable, mapped in an address range of its own with access for the device
+  // and every peer granted. NCCL registers any block of it (ncclCommRegister).
+  communication,
 };
 
 struct cuda_options {
   int device = 0;
   cuda_memory memory = cuda_memory::device;
   std::uint32_t queue_count = 32;  // stream slots, the legacy default stream included
+  // Create virtual-memory pages exportable as POSIX file descriptors, so that arena
+  // blocks can be shared with other processes (communication memory always is).
+  bool exportable = false;
 };
 
 // Counters of the calls the backend made, for tests and reports.
@@ -66,7 +82,7 @@ struct cuda_availability {
 };
 cuda_availability check_cuda_device(int device = 0);
 
-class cuda_backend final : public backend {
+class cuda_backend final : public backend, public peer_access, public memory_sharing {
  public:
   // Throws cuda_error when the device cannot be used (check_cuda_device says why).
   explicit cuda_backend(cuda_options options = {});
@@ -89,6 +105,15 @@ class cuda_backend final : public backend {
   void map(address_t at, page_id page, std::size_t bytes) override;
   void set_access(address_t at, std::size_t bytes) override;
   void unmap(address_t at, std::size_t bytes) override;
+
+  // Peers: another cuda_backend on a device that cudaDeviceCanAccessPeer allows.
+  bool can_grant_access(const backend& accessor) const override;
+  void grant_access(backend& accessor) override;
+
+  // Sharing with other processes (memory device or communication only).
+  shared_memory export_memory(address_t address, std::size_t bytes) override;
+  address_t import_memory(shared_memory& memory) override;
+  void close_import(address_t address) override;
 
   // Transfers and fills, queued on the queue's stream.
   void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,

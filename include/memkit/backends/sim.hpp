@@ -2,6 +2,9 @@
 // the memory it hands out. Tests and trace replays run on it, deterministically.
 // With store_contents on, it also keeps what each segment holds, so transfers and
 // kernels (fill, copy) are real round trips (src/backends/sim/sim_transfer.cpp).
+// Several sims model several devices (sim_options::device): their addresses never
+// overlap, peers can be granted access, and blocks can be exported and imported
+// (bookkeeping only: src/backends/sim/sim_sharing.cpp).
 #pragma once
 
 #include <array>
@@ -13,6 +16,8 @@
 #include <vector>
 
 #include "memkit/backend.hpp"
+#include "memkit/devices.hpp"
+#include "memkit/sharing.hpp"
 
 namespace memkit {
 
@@ -43,6 +48,10 @@ struct sim_options {
   // Keep the contents of every segment in host memory so transfers and kernels
   // work; off, they throw. Off by default: replays of large traces stay cheap.
   bool store_contents = false;
+  // The device's ordinal among several sims: names it "sim:N" (N > 0) and moves
+  // its addresses, so that devices never share one.
+  std::uint32_t device = 0;
+  bool peer_access = true;  // other sims may be granted access to this one
 };
 
 // Counters of every backend call.
@@ -68,9 +77,13 @@ struct sim_counters {
   std::size_t bytes_to_device = 0;  // device bytes written by those transfers
   std::size_t bytes_to_host = 0;    // device bytes read by them
   std::uint64_t kernels = 0;        // fill and copy calls
+  std::uint64_t peers_granted = 0;  // grant_access calls that added a peer
+  std::uint64_t exports = 0;        // export_memory calls
+  std::uint64_t imports = 0;        // import_memory calls
+  std::uint64_t imports_closed = 0;
 };
 
-class sim_backend final : public backend {
+class sim_backend final : public backend, public peer_access, public memory_sharing {
  public:
   explicit sim_backend(sim_options options = {});
   ~sim_backend() override;
@@ -97,6 +110,20 @@ class sim_backend final : public backend {
   void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override;
   // The physical page mapped at a granule-aligned address, 0 if none (for tests).
   page_id get_mapping(address_t at) const;
+
+  // Peers: another sim may be granted access; granting re-sets access over every
+  // mapped run, as CUDA must.
+  bool can_grant_access(const backend& accessor) const override;
+  void grant_access(backend& accessor) override;
+  // Whether `device` (an ordinal) can reach the byte at `address` of this sim.
+  bool is_accessible_from(address_t address, std::uint32_t device) const;
+  std::uint32_t get_device() const noexcept { return options_.device; }
+
+  // Sharing: a description holds the block's address; importing returns it.
+  shared_memory export_memory(address_t address, std::size_t bytes) override;
+  address_t import_memory(shared_memory& memory) override;
+  void close_import(address_t address) override;
+  std::size_t get_import_count() const;  // imports not yet closed
 
   // Test controls.
   std::uint64_t submit(queue_id queue);                // new work on the queue; returns its fence
@@ -129,12 +156,15 @@ class sim_backend final : public backend {
     std::size_t mappings = 0;  // granules it is mapped at
   };
   range* find_range(address_t at, std::size_t bytes);
-  std::vector<range> ranges_;            // reserved address ranges
+  bool is_held_locked(address_t address, std::size_t bytes) const;  // in a segment or mapped
+  std::vector<range> ranges_;                                       // reserved address ranges
   std::vector<physical_page> pages_{1};  // by page id; id 0 is never used
   address_t next_address_;
   std::size_t wired_limit_ = 0;
   mutable sim_counters counters_;
   std::map<address_t, std::vector<unsigned char>> contents_;  // by segment base
+  std::vector<std::uint32_t> peers_;                          // devices granted access
+  std::map<address_t, std::size_t> imports_;                  // open imports by address
 };
 
 }  // namespace memkit

@@ -52,6 +52,8 @@ const char* describe(cuda_memory memory) {
       return "/managed";
     case cuda_memory::pinned_host:
       return "/pinned-host";
+    case cuda_memory::communication:
+      return "/communication";
   }
   return "";
 }
@@ -71,14 +73,19 @@ bool set_up_virtual_memory(cuda_backend::state& s) {
   s.page_properties.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   s.page_properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   s.page_properties.location.id = s.options.device;
+  if (s.options.exportable || s.memory == cuda_memory::communication) {
+    s.page_properties.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  }
   std::size_t granularity = 0;
   if (api->mem_get_allocation_granularity(&granularity, &s.page_properties,
                                           CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
       granularity == 0) {
     return false;
   }
-  s.access.location = s.page_properties.location;
-  s.access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUmemAccessDesc own{};
+  own.location = s.page_properties.location;
+  own.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  s.access.assign(1, own);
   s.facts.granularity = (kSegmentGranularity + granularity - 1) / granularity * granularity;
   s.driver = api;
   return true;
@@ -131,8 +138,18 @@ cuda_backend::cuda_backend(cuda_options options) : state_(std::make_unique<state
   f.alignment = 256;  // cudaMalloc's guarantee; blocks are 512-byte multiples anyway
   f.max_wired = f.capacity;
   f.queue_count = options.queue_count;
-  f.unified = s.memory != cuda_memory::device;
-  f.virtual_memory = s.memory == cuda_memory::device && set_up_virtual_memory(s);
+  f.unified = s.memory == cuda_memory::unified || s.memory == cuda_memory::pinned_host;
+  const bool mapped_memory =
+      s.memory == cuda_memory::device || s.memory == cuda_memory::communication;
+  const bool virtual_memory = mapped_memory && set_up_virtual_memory(s);
+  if (s.memory == cuda_memory::communication && !virtual_memory) {
+    throw cuda_error(
+        "[memkit::cuda_backend] communication memory needs virtual memory management, "
+        "which " +
+        f.name + " lacks");
+  }
+  // Communication memory maps each segment itself: the allocator sees segments.
+  f.virtual_memory = s.memory == cuda_memory::device && virtual_memory;
 
   s.streams = std::make_unique<std::atomic<CUstream_st*>[]>(options.queue_count);
   for (std::uint32_t q = 0; q < options.queue_count; ++q) s.streams[q].store(nullptr);
@@ -160,6 +177,8 @@ address_t cuda_backend::allocate_segment(std::size_t bytes) {
     case cuda_memory::pinned_host:
       error = cudaHostAlloc(&pointer, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
       break;
+    case cuda_memory::communication:
+      return s.allocate_communication_segment(bytes);
   }
   if (error == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // not sticky: clear it so the next kernel check does not see it
@@ -173,6 +192,10 @@ address_t cuda_backend::allocate_segment(std::size_t bytes) {
 
 void cuda_backend::free_segment(address_t address, std::size_t) {
   state& s = *state_;
+  if (s.memory == cuda_memory::communication) {
+    s.free_communication_segment(address);
+    return;
+  }
   void* pointer = reinterpret_cast<void*>(address);
   const cudaError_t error =
       s.memory == cuda_memory::pinned_host ? cudaFreeHost(pointer) : cudaFree(pointer);

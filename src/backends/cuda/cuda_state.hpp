@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +44,23 @@ struct atomic_counters {
       unmaps{0};
 };
 
+// One import of another process's memory (cuda_sharing.cpp).
+struct import_record {
+  std::size_t count = 0;  // imports that returned this address
+  bool legacy = false;    // cudaIpcOpenMemHandle (base is the opened segment)
+  address_t base = 0;
+  std::size_t bytes = 0;                              // virtual: the range reserved
+  std::vector<CUmemGenericAllocationHandle> handles;  // virtual: one per piece
+  std::string key;                                    // legacy: the IPC handle's bytes
+};
+
+// A segment of another process opened with cudaIpcOpenMemHandle, shared by every
+// import of a block in it.
+struct legacy_open {
+  address_t base = 0;
+  std::size_t imports = 0;
+};
+
 struct pending_fence {
   std::uint64_t value;
   cudaEvent_t event;
@@ -62,7 +80,19 @@ struct cuda_backend::state {
   cuda_memory memory = cuda_memory::device;
   const cuda_detail::driver_api* driver = nullptr;  // set where virtual memory works
   CUmemAllocationProp page_properties{};
-  CUmemAccessDesc access{};
+
+  // Who may access mapped virtual memory: the device, then each peer granted
+  // (cuda_peers.cpp). `mapped` is every mapping of this backend (arena pages and
+  // communication segments), so a new peer's access can be set on them and
+  // export_memory knows the physical allocations under a block.
+  mutable std::mutex access_mutex;
+  std::vector<CUmemAccessDesc> access;
+  std::map<address_t, std::size_t> mapped;
+  std::map<address_t, CUmemGenericAllocationHandle> communication_segments;
+  // Imports of other processes' memory, by the address import_memory returned.
+  std::mutex import_mutex;
+  std::map<address_t, cuda_detail::import_record> imports;
+  std::map<std::string, cuda_detail::legacy_open> legacy_opens;  // by IPC handle bytes
 
   // Streams by queue; slots [0, stream_count) are set and never change.
   std::unique_ptr<std::atomic<CUstream_st*>[]> streams;
@@ -81,6 +111,13 @@ struct cuda_backend::state {
 
   void recycle_locked(cudaEvent_t event) const;
   void destroy_events();
+
+  // Mappings, kept by map/unmap and communication segments (cuda_peers.cpp).
+  void note_mapped(address_t at, std::size_t bytes);
+  void forget_mapped(address_t at, std::size_t bytes);
+  std::vector<CUmemAccessDesc> get_access() const;
+  address_t allocate_communication_segment(std::size_t bytes);
+  void free_communication_segment(address_t base);
 };
 
 }  // namespace memkit

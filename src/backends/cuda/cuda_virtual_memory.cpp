@@ -85,6 +85,7 @@ void cuda_backend::map(address_t at, page_id page, std::size_t bytes) {
   check_driver(s, "map", "cuMemMap",
                api.mem_map(static_cast<CUdeviceptr>(at), bytes, 0,
                            static_cast<CUmemGenericAllocationHandle>(page), 0));
+  s.note_mapped(at, bytes);
   s.counters.maps++;
 }
 
@@ -93,8 +94,11 @@ void cuda_backend::set_access(address_t at, std::size_t bytes) {
   const cuda_detail::driver_api& api = require_driver(s, "set_access");
   check_granular(s, "set_access", "address", at);
   check_granular(s, "set_access", "size", bytes);
-  check_driver(s, "set_access", "cuMemSetAccess",
-               api.mem_set_access(static_cast<CUdeviceptr>(at), bytes, &s.access, 1));
+  // The device and every peer granted so far; a peer granted later sets its own.
+  const std::vector<CUmemAccessDesc> access = s.get_access();
+  check_driver(
+      s, "set_access", "cuMemSetAccess",
+      api.mem_set_access(static_cast<CUdeviceptr>(at), bytes, access.data(), access.size()));
   s.counters.access_sets++;
 }
 
@@ -109,7 +113,10 @@ void cuda_backend::map_pages(address_t at, std::span<const page_id> pages, std::
     set_access(at, mapped * page_bytes);
   } catch (...) {
     // Leave nothing half done: unmap what this call mapped.
-    if (mapped) state_->driver->mem_unmap(static_cast<CUdeviceptr>(at), mapped * page_bytes);
+    if (mapped) {
+      state_->forget_mapped(at, mapped * page_bytes);
+      state_->driver->mem_unmap(static_cast<CUdeviceptr>(at), mapped * page_bytes);
+    }
     throw;
   }
 }
@@ -119,6 +126,7 @@ void cuda_backend::unmap(address_t at, std::size_t bytes) {
   const cuda_detail::driver_api& api = require_driver(s, "unmap");
   check_granular(s, "unmap", "address", at);
   check_granular(s, "unmap", "size", bytes);
+  s.forget_mapped(at, bytes);  // first: a peer being granted must not set access on it
   check_driver(s, "unmap", "cuMemUnmap", api.mem_unmap(static_cast<CUdeviceptr>(at), bytes));
   s.counters.unmaps++;
 }

@@ -44,6 +44,11 @@ const driver_api* get_driver_api(std::string* why) {
     ok &= look_up("cuMemsetD32Async", api.memset_d32_async, failure);
     ok &= look_up("cuDeviceGetAttribute", api.device_get_attribute, failure);
     ok &= look_up("cuGetErrorName", api.get_error_name, failure);
+    ok &= look_up("cuMemExportToShareableHandle", api.mem_export_to_shareable_handle, failure);
+    ok &= look_up("cuMemImportFromShareableHandle", api.mem_import_from_shareable_handle, failure);
+    ok &= look_up("cuMemRetainAllocationHandle", api.mem_retain_allocation_handle, failure);
+    ok &= look_up("cuMemGetAddressRange", api.mem_get_address_range, failure);
+    ok &= look_up("cuMemGetAccess", api.mem_get_access, failure);
     loaded = ok;
   });
   if (!loaded && why) *why = failure;

@@ -23,6 +23,12 @@ struct driver_api {
   PFN_cuMemsetD32Async_v3020 memset_d32_async = nullptr;
   PFN_cuDeviceGetAttribute_v2000 device_get_attribute = nullptr;
   PFN_cuGetErrorName_v6000 get_error_name = nullptr;
+  // Sharing and peers (cuda_sharing.cpp, cuda_peers.cpp).
+  PFN_cuMemExportToShareableHandle_v10020 mem_export_to_shareable_handle = nullptr;
+  PFN_cuMemImportFromShareableHandle_v10020 mem_import_from_shareable_handle = nullptr;
+  PFN_cuMemRetainAllocationHandle_v11000 mem_retain_allocation_handle = nullptr;
+  PFN_cuMemGetAddressRange_v3020 mem_get_address_range = nullptr;
+  PFN_cuMemGetAccess_v10020 mem_get_access = nullptr;
 };
 
 // The driver's functions, looked up once; nullptr with `why` set when any is missing.

@@ -6,7 +6,7 @@
 namespace memkit {
 
 sim_backend::sim_backend(sim_options options) : options_(options) {
-  facts_.name = "sim";
+  facts_.name = options.device ? "sim:" + std::to_string(options.device) : "sim";
   facts_.capacity = options.capacity;
   facts_.granularity = options.granularity ? options.granularity : 1;
   facts_.max_buffer = options.max_buffer ? options.max_buffer : options.capacity;
@@ -17,8 +17,9 @@ sim_backend::sim_backend(sim_options options) : options_(options) {
   facts_.virtual_memory = options.virtual_memory;
   submitted_.assign(facts_.queue_count, 0);
   completed_.assign(facts_.queue_count, 0);
-  // Addresses look like a device's and never collide with host pointers in tests.
-  next_address_ = address_t{1} << 44;
+  // Addresses look like a device's and never collide with host pointers in tests;
+  // each device has its own 2 TiB window.
+  next_address_ = (address_t{1} << 44) + (address_t{options.device % 2048} << 41);
 }
 
 sim_backend::~sim_backend() = default;

@@ -1,0 +1,75 @@
+// The adaptor through which each allocator of a device_set sees its backend: it
+// forwards every call and counts the bytes all devices hold (segments and physical
+// pages) against one shared budget, refusing a segment or page that would take the
+// sum above the total limit. A refusal looks to the allocator like a full device.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "memkit/backend.hpp"
+
+namespace memkit::devices_detail {
+
+// What every device of a set shares. limit 0: none.
+struct shared_budget {
+  std::atomic<std::size_t> held{0};
+  std::atomic<std::size_t> peak_held{0};
+  std::atomic<std::size_t> limit{0};
+  std::atomic<std::uint64_t> refusals{0};
+
+  bool claim(std::size_t bytes);  // false (and counted) above the limit
+  void give_back(std::size_t bytes) { held.fetch_sub(bytes, std::memory_order_relaxed); }
+};
+
+class budget_backend final : public backend {
+ public:
+  budget_backend(backend& upstream, shared_budget& budget) : upstream_(upstream), budget_(budget) {}
+
+  const device_facts& get_facts() const noexcept override { return upstream_.get_facts(); }
+  address_t allocate_segment(std::size_t bytes) override;
+  void free_segment(address_t address, std::size_t bytes) override;
+  std::uint64_t get_submitted(queue_id queue) override { return upstream_.get_submitted(queue); }
+  std::uint64_t get_completed(queue_id queue) const override {
+    return upstream_.get_completed(queue);
+  }
+  void wait(fence f) override { upstream_.wait(f); }
+  void set_wired_limit(std::size_t bytes) override { upstream_.set_wired_limit(bytes); }
+  void* get_host_pointer(address_t address) const override {
+    return upstream_.get_host_pointer(address);
+  }
+  void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,
+                      element_conversion conversion) override {
+    upstream_.copy_to_device(dst, src, host_bytes, queue, conversion);
+  }
+  void copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
+                    element_conversion conversion) override {
+    upstream_.copy_to_host(dst, src, host_bytes, queue, conversion);
+  }
+  void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override {
+    upstream_.fill(dst, bytes, pattern, queue);
+  }
+  void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override {
+    upstream_.copy(dst, src, bytes, queue);
+  }
+  address_t reserve_range(std::size_t bytes) override { return upstream_.reserve_range(bytes); }
+  void release_range(address_t base, std::size_t bytes) override {
+    upstream_.release_range(base, bytes);
+  }
+  page_id create_page(std::size_t bytes) override;
+  void release_page(page_id page, std::size_t bytes) override;
+  void map(address_t at, page_id page, std::size_t bytes) override {
+    upstream_.map(at, page, bytes);
+  }
+  void set_access(address_t at, std::size_t bytes) override { upstream_.set_access(at, bytes); }
+  void unmap(address_t at, std::size_t bytes) override { upstream_.unmap(at, bytes); }
+
+  backend& get_upstream() const noexcept { return upstream_; }
+
+ private:
+  backend& upstream_;
+  shared_budget& budget_;
+};
+
+}  // namespace memkit::devices_detail
