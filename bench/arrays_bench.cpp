@@ -74,28 +74,38 @@ BENCHMARK(BM_dispatch_submit)
     ->ArgNames({"dispatches", "webgpu_rule"});
 
 // Peak memory over the same random graphs: range(0) = 0 no rule, 1 WebGPU rule,
-// 2 one buffer per tensor; range(1) = shared buffer size in MiB.
+// 2 one buffer per tensor; range(1) = largest shared buffer in MiB; range(2) = 1
+// shared buffers grow with the pool (the default), 0 every shared buffer is the
+// largest size (min_buffer_bytes = 0); range(3) = tensor size scale (1: tensors up
+// to 4 MiB, working sets of tens of MiB; 16: up to 64 MiB).
 void BM_graph_memory(benchmark::State& state) {
   const std::int64_t mode = state.range(0);
   const auto buffer_bytes = static_cast<std::size_t>(state.range(1)) << 20;
+  const bool growing = state.range(2) != 0;
+  const auto scale = static_cast<std::size_t>(state.range(3));
   const std::size_t graphs = 300;
+  memkit::arrays::testing::graph_options shapes;
+  for (std::size_t& elements : shapes.shapes) elements *= scale;
   std::size_t peak_reserved = 0, peak_buffers = 0, peak_requested = 0;
   std::uint64_t relocations = 0, copies = 0, copied = 0, buffers_created = 0, dispatches = 0;
+  std::uint64_t rule_buffers = 0;
   for (auto _ : state) {
     peak_reserved = peak_buffers = peak_requested = 0;
-    relocations = copies = copied = buffers_created = dispatches = 0;
+    relocations = copies = copied = buffers_created = dispatches = rule_buffers = 0;
     for (std::uint64_t seed = 1; seed <= graphs; ++seed) {
       sim_backend device;
       allocator memory(device);
-      context arrays(memory,
-                     {.rule = mode == 0 ? aliasing_rule::none : aliasing_rule::webgpu_usage_scope,
-                      .buffer_bytes = buffer_bytes,
-                      .buffer_per_tensor = mode == 2});
+      context_options options{
+          .rule = mode == 0 ? aliasing_rule::none : aliasing_rule::webgpu_usage_scope,
+          .buffer_bytes = buffer_bytes,
+          .buffer_per_tensor = mode == 2};
+      if (!growing) options.min_buffer_bytes = 0;
+      context arrays(memory, options);
       encoder work(arrays, [&](const batch& b) {
         dispatches += b.dispatches.size();
         return device.submit(0);
       });
-      memkit::arrays::testing::run_random_graph(seed, arrays, work);
+      memkit::arrays::testing::run_random_graph(seed, arrays, work, shapes);
       const context_statistics s = arrays.get_statistics();
       peak_reserved += memory.get_statistics().peak_reserved_bytes;
       peak_buffers += s.peak_buffer_bytes;
@@ -104,6 +114,7 @@ void BM_graph_memory(benchmark::State& state) {
       copies += s.relocation_copies;
       copied += s.relocated_bytes;
       buffers_created += s.buffers_created;
+      rule_buffers += s.rule_buffers;
     }
   }
   const double mib = 1 << 20;
@@ -115,10 +126,22 @@ void BM_graph_memory(benchmark::State& state) {
   state.counters["relocation_copies"] = static_cast<double>(copies);
   state.counters["copied_MiB"] = static_cast<double>(copied) / mib;
   state.counters["buffers_created"] = static_cast<double>(buffers_created);
+  state.counters["rule_buffers"] = static_cast<double>(rule_buffers);
+}
+// One buffer per tensor ignores the shared-buffer settings: run it once per scale.
+void graph_memory_arguments(benchmark::internal::Benchmark* b) {
+  for (std::int64_t scale : {1, 16}) {
+    for (std::int64_t growing : {1, 0}) {
+      for (std::int64_t buffer_mib : {4, 16, 64}) {
+        for (std::int64_t mode : {0, 1}) b->Args({mode, buffer_mib, growing, scale});
+      }
+    }
+    b->Args({2, 16, 1, scale});
+  }
 }
 BENCHMARK(BM_graph_memory)
-    ->ArgsProduct({{0, 1, 2}, {4, 16, 64}})
-    ->ArgNames({"mode", "buffer_MiB"})
+    ->Apply(graph_memory_arguments)
+    ->ArgNames({"mode", "buffer_MiB", "growing", "scale"})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

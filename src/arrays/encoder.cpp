@@ -122,6 +122,36 @@ const batch& encoder::submit() {
   };
 
   std::unique_lock lock(state.mutex);
+  // Moves a bound handle to a buffer that keeps the rule for dispatch `at` and the
+  // rest of the batch, through a copy kernel when its bytes must be kept.
+  auto relocate = [&](detail::handle_state* target, bool keep_bytes, std::uint32_t at) {
+    collect_exclusions(target, at);
+    detail::pool_block* old_block = target->block;
+    detail::pool_block* new_block = state.place(target->bytes, excluded, lock);
+    state.stats.relocations++;
+    if (keep_bytes) {
+      dispatch_record copy;
+      copy.work.name = options_.relocation_kernel;
+      copy.relocation = true;
+      copy.bindings.push_back(range_of(target, access::read));
+      target->block = new_block;
+      copy.bindings.push_back(range_of(target, access::write));
+      last_.dispatches.push_back(std::move(copy));
+      state.stats.relocation_copies++;
+      state.stats.relocated_bytes += target->bytes;
+    }
+    target->block = new_block;
+    if (target->other_use) {
+      // Work on another queue may still read the old bytes (record_use).
+      lock.unlock();
+      const std::uint64_t value = state.memory.get_backend().get_submitted(target->other_queue);
+      lock.lock();
+      state.deferred.push_back({old_block, memkit::fence{target->other_queue, value}});
+    } else {
+      // Reusable by later work on this queue, which runs after the copy.
+      state.release(old_block);
+    }
+  };
   for (std::uint32_t i = 0; i < pending_.size(); ++i) {
     pending_dispatch& d = pending_[i];
     // 1. Bind memory for handles used for the first time, knowing the whole batch.
@@ -131,33 +161,27 @@ const batch& encoder::submit() {
       b.state->block = state.place(b.state->bytes, excluded, lock);
       b.state->bound.store(true, std::memory_order_release);
     }
-    // 2. Memory bound in earlier batches may still conflict: move the writable side.
+    // 2. Memory bound in earlier batches may still conflict. Move the side that
+    //    costs fewer copied bytes: the writable binding (free for access::write,
+    //    rebound at once) or the read-only bindings in its buffer.
     if (webgpu) {
       for (const pending_binding& w : d.bindings) {
         if (!is_writable(w.use)) continue;
-        const bool conflict = std::any_of(d.bindings.begin(), d.bindings.end(), [&](auto& r) {
-          return !is_writable(r.use) && r.state->block->buffer == w.state->block->buffer;
-        });
-        if (!conflict) continue;
-        collect_exclusions(w.state, i);
-        detail::pool_block* old_block = w.state->block;
-        detail::pool_block* new_block = state.place(w.state->bytes, excluded, lock);
-        state.stats.relocations++;
-        if (w.use == access::read_write) {
-          // The kernel keeps bytes it does not write: carry them over first.
-          dispatch_record copy;
-          copy.work.name = options_.relocation_kernel;
-          copy.relocation = true;
-          copy.bindings.push_back(range_of(w.state, access::read));
-          w.state->block = new_block;
-          copy.bindings.push_back(range_of(w.state, access::write));
-          last_.dispatches.push_back(std::move(copy));
-          state.stats.relocation_copies++;
-          state.stats.relocated_bytes += w.state->bytes;
+        std::vector<detail::handle_state*> readers;  // read-only, in w's buffer
+        std::uint64_t reader_bytes = 0;
+        for (const pending_binding& r : d.bindings) {
+          if (is_writable(r.use) || r.state->block->buffer != w.state->block->buffer) continue;
+          if (std::find(readers.begin(), readers.end(), r.state) != readers.end()) continue;
+          readers.push_back(r.state);
+          reader_bytes += r.state->bytes;
         }
-        w.state->block = new_block;
-        // Reusable by later work on this queue, which runs after the copy.
-        state.release(old_block);
+        if (readers.empty()) continue;
+        const std::uint64_t writer_bytes = w.use == access::read_write ? w.state->bytes : 0;
+        if (writer_bytes <= reader_bytes) {
+          relocate(w.state, w.use == access::read_write, i);
+        } else {
+          for (detail::handle_state* r : readers) relocate(r, true, i);
+        }
       }
     }
     // 3. The dispatch as the backend binds it.

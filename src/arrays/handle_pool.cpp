@@ -15,6 +15,10 @@ context_state::context_state(allocator& memory_in, const context_options& option
     throw invalid_argument("[memkit::arrays::context] buffer_bytes must be above 0");
   }
   options.buffer_bytes = round_up(options.buffer_bytes, alignment);
+  if (options.min_buffer_bytes == 0) options.min_buffer_bytes = options.buffer_bytes;
+  options.min_buffer_bytes =
+      std::min(round_up(options.min_buffer_bytes, alignment), options.buffer_bytes);
+  if (options.growth_divisor == 0) options.growth_divisor = 1;
   if (options.dedicated_above == 0) options.dedicated_above = options.buffer_bytes / 2;
   options.dedicated_above = std::min(options.dedicated_above, options.buffer_bytes);
 }
@@ -105,7 +109,16 @@ pool_block* context_state::place(std::uint64_t bytes, std::span<const std::uint3
     return block;
   }
   const bool dedicated = aligned > options.dedicated_above;
-  const std::size_t size = dedicated ? aligned : options.buffer_bytes;
+  std::size_t size = aligned;
+  if (!dedicated) {
+    // Room the rule alone kept this request from: a buffer of its own size costs
+    // least. Else grow the pool by a share of what it holds.
+    const bool blocked = !excluded.empty() && index.find(aligned, [](auto*) { return true; });
+    if (blocked) stats.rule_buffers++;
+    const std::size_t share = blocked ? 0 : stats.buffer_bytes / options.growth_divisor;
+    size = round_up(std::max<std::size_t>(aligned, share), options.min_buffer_bytes);
+    size = std::max<std::size_t>(std::min(size, options.buffer_bytes), aligned);
+  }
   lock.unlock();
   allocation fresh;
   try {

@@ -91,6 +91,49 @@ TEST(random_graphs, one_buffer_per_tensor_never_breaks_the_rule) {
   EXPECT_EQ(violations, 0u);
 }
 
+// Sum over graphs of the allocator's peak reserved bytes.
+std::size_t calculate_peak_reserved(const context_options& options, std::size_t graphs) {
+  std::size_t total = 0;
+  for (std::uint64_t seed = 1; seed <= graphs; ++seed) {
+    sim_backend device;
+    allocator memory(device);
+    context arrays(memory, options);
+    encoder work(arrays, [&](const batch&) { return device.submit(0); });
+    testing::run_random_graph(seed, arrays, work);
+    total += memory.get_statistics().peak_reserved_bytes;
+  }
+  return total;
+}
+
+TEST(random_graphs, the_webgpu_rule_costs_at_most_5_percent_more_memory) {
+  const std::size_t graphs = 200;
+  for (std::size_t buffer_mib : {4, 64}) {
+    context_options none{.rule = aliasing_rule::none, .buffer_bytes = buffer_mib << 20};
+    context_options webgpu = none;
+    webgpu.rule = aliasing_rule::webgpu_usage_scope;
+    const auto without_rule = static_cast<double>(calculate_peak_reserved(none, graphs));
+    const auto with_rule = static_cast<double>(calculate_peak_reserved(webgpu, graphs));
+    EXPECT_LE(with_rule, 1.05 * without_rule) << buffer_mib << " MiB buffers";
+    // Against one buffer per tensor, what a framework does on the web without this.
+    context_options per_tensor = webgpu;
+    per_tensor.buffer_per_tensor = true;
+    const auto one_each = static_cast<double>(calculate_peak_reserved(per_tensor, graphs));
+    EXPECT_LE(with_rule, 1.05 * one_each) << buffer_mib << " MiB buffers";
+  }
+}
+
+TEST(random_graphs, fixed_size_buffers_make_the_rule_cost_more) {
+  // The measure can fail: with every shared buffer 64 MiB, an output excluded
+  // from its inputs' buffer opens another 64 MiB.
+  const std::size_t graphs = 50;
+  context_options none{
+      .rule = aliasing_rule::none, .buffer_bytes = std::size_t{64} << 20, .min_buffer_bytes = 0};
+  context_options webgpu = none;
+  webgpu.rule = aliasing_rule::webgpu_usage_scope;
+  EXPECT_GT(static_cast<double>(calculate_peak_reserved(webgpu, graphs)),
+            2.0 * static_cast<double>(calculate_peak_reserved(none, graphs)));
+}
+
 // Writes plans for integrations/webgpu: MEMKIT_WEBGPU_PLANS=dir.
 TEST(random_graphs, export_plans_for_webgpu) {
   const char* dir = std::getenv("MEMKIT_WEBGPU_PLANS");

@@ -2,11 +2,19 @@
 // memory lives in, and the backend's aliasing rule.
 //
 // Buffers. The context takes buffers from the allocator (each one memkit
-// allocation of buffer_bytes, or of the request's size above dedicated_above) and
-// places handles inside them with its own offset arithmetic (the placement
-// layer's free index). Every free range knows its buffer, so a placement can
-// exclude buffers: under the WebGPU rule a kernel's writable bindings never land
-// in a buffer that one of its read-only bindings uses, and the reverse.
+// allocation) and places handles inside them with its own offset arithmetic (the
+// placement layer's free index), best fit over every buffer a placement may use.
+// Every free range knows its buffer, so a placement can exclude buffers: under
+// the WebGPU rule a kernel's writable bindings never land in a buffer that one of
+// its read-only bindings uses, and the reverse.
+//
+// Buffer sizes. Shared buffers grow with the pool: a new one is 1/growth_divisor
+// of the bytes held, rounded up to min_buffer_bytes, at most buffer_bytes. So a
+// pool is always several buffers, and an output the rule excludes from its
+// inputs' buffers usually finds room in another; a pool never holds a large
+// buffer its working set does not need. A buffer opened only because the rule
+// excluded every buffer with room is sized to the request. Requests above
+// dedicated_above get a buffer of their own size.
 //
 // Reuse. A context serves one queue. Memory released after its kernels were
 // submitted is reused at once by later work on that queue (queue order makes it
@@ -28,7 +36,10 @@ namespace memkit::arrays {
 struct context_options {
   aliasing_rule rule = aliasing_rule::none;
   queue_id queue = 0;
-  std::size_t buffer_bytes = std::size_t{16} << 20;  // size of each shared buffer
+  std::size_t buffer_bytes = std::size_t{16} << 20;  // largest shared buffer
+  // Smallest shared buffer, and the unit of their sizes; 0: every one is buffer_bytes.
+  std::size_t min_buffer_bytes = std::size_t{1} << 20;
+  std::size_t growth_divisor = 32;  // a new shared buffer: bytes held / growth_divisor
   std::size_t dedicated_above = 0;  // requests above this get their own buffer; 0: buffer_bytes / 2
   std::size_t empty_buffers_kept = 2;  // empty shared buffers kept after a submit
   // Every handle in a buffer of its own, cached for reuse by equal sizes only:
@@ -51,6 +62,7 @@ struct context_statistics {
   std::uint64_t relocated_bytes = 0;      // bytes those copies moved
   std::uint64_t buffers_created = 0;      // allocator calls for buffers
   std::uint64_t excluded_placements = 0;  // placements where the rule excluded a buffer
+  std::uint64_t rule_buffers = 0;         // buffers opened because the rule excluded all with room
 };
 
 class context {

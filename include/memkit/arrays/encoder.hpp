@@ -7,13 +7,14 @@
 // first use, excluding every buffer that would conflict with any later use in
 // the batch ("zero it, then write it while reading a, b, c" places the output
 // away from a, b and c at the zero-fill). A conflict with memory bound in an
-// earlier batch is fixed by moving the writable binding: rebound at once for
-// access::write, through a copy kernel inserted before the dispatch for
-// access::read_write. Handles whose last owner is gone are released right after
-// their last use in the batch, so later dispatches of the same batch reuse their
-// memory (queue order makes that safe). Then the batch runs through the submit
-// function, and the pins are dropped: memory of dropped handles is released
-// after its kernels are submitted, never before.
+// earlier batch is fixed by moving the side with fewer bytes to copy: the writable
+// binding (rebound at once for access::write, through a copy kernel inserted
+// before the dispatch for access::read_write) or the read-only bindings in its
+// buffer (each through a copy). Handles whose last owner is gone are released
+// right after their last use in the batch, so later dispatches of the same batch
+// reuse their memory (queue order makes that safe). Then the batch runs through
+// the submit function, and the pins are dropped: memory of dropped handles is
+// released after its kernels are submitted, never before.
 #pragma once
 
 #include <cstddef>
