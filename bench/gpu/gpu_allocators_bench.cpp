@@ -54,8 +54,9 @@ class allocator_under_test {
 
 class memkit_under_test final : public allocator_under_test {
  public:
-  memkit_under_test(cudaStream_t stream, memkit::pool_policy policy, const char* name)
-      : stream_(stream), policy_(policy), name_(name) {
+  memkit_under_test(cudaStream_t stream, memkit::pool_policy policy, const char* name,
+                    double arena_slack = 0.0)
+      : stream_(stream), policy_(policy), arena_slack_(arena_slack), name_(name) {
     reset();
   }
   const char* get_name() const override { return name_; }
@@ -72,13 +73,14 @@ class memkit_under_test final : public allocator_under_test {
   }
   void reset() override {
     allocator_.reset();  // gives every segment back
-    allocator_ =
-        std::make_unique<memkit::allocator>(backend_, memkit::allocator_options{.policy = policy_});
+    allocator_ = std::make_unique<memkit::allocator>(
+        backend_, memkit::allocator_options{.policy = policy_, .arena_slack = arena_slack_});
   }
 
  private:
   cudaStream_t stream_;
   memkit::pool_policy policy_;
+  double arena_slack_;
   const char* name_;
   memkit::cuda_backend backend_;
   std::unique_ptr<memkit::allocator> allocator_;
@@ -295,6 +297,8 @@ int main(int argc, char** argv) {
   // its segment pools.
   allocators.push_back(
       std::make_unique<memkit_under_test>(stream, memkit::pool_policy::automatic, "memkit"));
+  allocators.push_back(std::make_unique<memkit_under_test>(stream, memkit::pool_policy::automatic,
+                                                           "memkit-slack2", 0.02));
   allocators.push_back(std::make_unique<memkit_under_test>(stream, memkit::pool_policy::segments,
                                                            "memkit-segments"));
 #if MEMKIT_BENCH_TORCH
