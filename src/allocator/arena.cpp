@@ -102,7 +102,9 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
        j = a.pages.get(j).prev_idle) {
     const page_map::page& p = a.pages.get(j);
     if (j >= first && j <= last) continue;
-    if (p.queue == queue || p.free_serial <= safe_serial[p.queue]) stolen.push_back(j);
+    // Unmapping is not ordered on any queue: the work that used the page must be
+    // complete, even on this very queue.
+    if (p.free_serial <= safe_serial[p.queue]) stolen.push_back(j);
   }
   const std::size_t creates = need - stolen.size();
   const std::size_t used = stats.reserved_bytes + reserving;

@@ -1,5 +1,5 @@
-// The arena's slack: reserved may grow this far over the peak in use before the
-// arena moves idle pages (an unmap and a map each) to where a request lands.
+// The arena's pages: slack, and when an idle page may move. Reserved may grow this far over the
+// peak in use before the arena moves idle pages (an unmap and a map each) to where a request lands.
 #include <gtest/gtest.h>
 
 #include "memkit/memkit.hpp"
@@ -56,6 +56,27 @@ TEST(arena_slack, grows_what_the_slack_allows_and_moves_only_the_rest) {
   const slack_run r = run_with_slack(0.25, 16 * MiB, 20 * MiB);
   EXPECT_EQ(r.unmaps, 7u);
   EXPECT_EQ(r.reserved, 30 * MiB);
+}
+
+// Unmapping takes effect at once on the device, not in queue order: an idle page
+// whose last user's work has not completed stays where it is, even when the new
+// request is on that same queue (a kernel still reading it would fault).
+TEST(arena_pages, an_idle_page_moves_only_once_the_work_that_used_it_completed) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  allocator alloc(device, {.policy = pool_policy::arena, .validate = true, .thread_cache = false});
+  const allocation a = alloc.allocate(8 * MiB, 0);
+  const allocation b = alloc.allocate(8 * MiB, 0);
+  device.submit(0);  // queued work reads a
+  alloc.free(a.address);
+  const allocation c = alloc.allocate(12 * MiB, 0);
+  EXPECT_EQ(device.get_counters().unmaps, 0u) << "a's pages were unmapped under running work";
+  alloc.free(c.address);
+  device.complete_all();
+  const allocation d = alloc.allocate(12 * MiB, 0);  // now a's pages may move
+  alloc.free(b.address);
+  alloc.free(d.address);
 }
 
 }  // namespace
