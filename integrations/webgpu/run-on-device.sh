@@ -1,19 +1,34 @@
 #!/bin/bash
 # On the GPU machine, from the repository root, with integrations/webgpu/kit
-# (make-kit.sh's output) and integrations/webgpu/plans carried:
+# (make-kit.sh's output plus the GL loader packages) and integrations/webgpu/plans
+# carried:
 #   bash integrations/webgpu/run-on-device.sh
-set -euo pipefail
+# Prints Dawn's conflict check and every plan's line, and keeps a copy in
+# $OUT/webgpu.log where $OUT is set.
+set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-for f in "$here"/kit/*.deb; do dpkg -x "$f" /; done
-ldconfig
-# The NVIDIA Vulkan driver's manifest, where the loader does not find it alone.
-if [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-fi
-mkdir -p /tmp/wg && tar xJf "$here/kit/wg.tar.xz" -C /tmp/wg
-cp "$here/run-plan.mjs" /tmp/wg/pkg/
-cd /tmp/wg/pkg
-# Bounded, and printing as it goes (stdout to a pipe is synchronous in Node on Linux).
-XDG_RUNTIME_DIR=/tmp timeout 20 ./node conflict-check.mjs || echo "conflict-check: exit $?"
-XDG_RUNTIME_DIR=/tmp timeout "${PLAN_TIMEOUT:-120}" ./node run-plan.mjs "$here"/plans/*.json ||
-  echo "run-plan: exit $?"
+log=${OUT:-/tmp}/webgpu.log
+{
+  # The Vulkan loader and the GL dispatch libraries NVIDIA's Vulkan driver links.
+  for f in "$here"/kit/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  # NVIDIA's driver manifests, where the loaders do not find them alone.
+  nvidia=/usr/local/nvidia/share
+  if [ -f $nvidia/vulkan/icd.d/nvidia_icd.json ]; then
+    export VK_DRIVER_FILES=$nvidia/vulkan/icd.d/nvidia_icd.json
+  fi
+  if [ -f $nvidia/glvnd/egl_vendor.d/10_nvidia.json ]; then
+    export __EGL_VENDOR_LIBRARY_FILENAMES=$nvidia/glvnd/egl_vendor.d/10_nvidia.json
+  fi
+  nvidia-smi -L
+  echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
+  ldconfig -p | grep -E 'libvulkan.so|libGLX.so|libEGL.so' || echo "no loader libraries"
+  mkdir -p /tmp/wg && tar xJf "$here/kit/wg.tar.xz" -C /tmp/wg
+  cp "$here/run-plan.mjs" /tmp/wg/pkg/
+  cd /tmp/wg/pkg || exit 1
+  echo "plans: $(ls "$here"/plans/*.json | wc -l)"
+  # Bounded, and printing as it goes (stdout to a pipe is synchronous in Node on Linux).
+  XDG_RUNTIME_DIR=/tmp timeout 30 ./node conflict-check.mjs || echo "conflict-check: exit $?"
+  XDG_RUNTIME_DIR=/tmp timeout "${PLAN_TIMEOUT:-150}" ./node run-plan.mjs "$here"/plans/*.json ||
+    echo "run-plan: exit $?"
+} 2>&1 | tee "$log"

@@ -6,17 +6,28 @@
 //   usage: node run-plan.mjs PLAN.json...   (imports 'webgpu' from beside it)
 //          node run-plan.mjs --host PLAN.json...  (runs the plan's memory on the
 //          host instead, with no rule checks: tests the harness itself)
+//   DAWN_BACKEND=null checks validation only, on any machine (Dawn's null
+//   backend runs no shaders, so every result reads wrong there).
 import { readFileSync } from 'node:fs';
 
 const host = process.argv[2] === '--host';
 const paths = process.argv.slice(host ? 3 : 2);
-let device;
+// The object create() returns owns Dawn's instance: once garbage collected, the
+// device's threads run on freed state (hangs in popErrorScope, aborts in
+// pthread), so it lives as long as the process.
+let gpu, device;
+let uncaptured = 0;
 if (!host) {
   const { create, globals } = await import('webgpu');
   Object.assign(globalThis, globals);
-  const adapter = await create([]).requestAdapter();
+  gpu = create(process.env.DAWN_BACKEND ? [`backend=${process.env.DAWN_BACKEND}`] : []);
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) { console.log('no WebGPU adapter'); process.exit(2); }
   device = await adapter.requestDevice();
+  device.addEventListener('uncapturederror', (e) => {
+    uncaptured++;
+    console.log('uncaptured error:', e.error.message.split('\n')[0]);
+  });
   console.log('adapter:', adapter.info.vendor, adapter.info.architecture, adapter.info.device,
               adapter.info.description);
 }
@@ -181,5 +192,7 @@ for (const [rule, t] of Object.entries(totals)) {
   console.log(`total rule=${rule}: plans=${t.plans} plans_with_validation_errors=${t.failingPlans} ` +
               `validation_errors=${t.errors} wrong_results=${t.wrong}`);
 }
+if (!host) console.log(`uncaptured_errors=${uncaptured}`);
 device?.destroy();
+gpu = undefined;
 process.exit(0);

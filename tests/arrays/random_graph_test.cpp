@@ -145,7 +145,7 @@ TEST(random_graphs, export_plans_for_webgpu) {
     for (aliasing_rule rule : {aliasing_rule::webgpu_usage_scope, aliasing_rule::none}) {
       sim_backend device;
       allocator memory(device);
-      context arrays(memory, {.rule = rule, .buffer_bytes = std::size_t{1} << 20});
+      context arrays(memory, {.rule = rule});  // the default buffer sizes
       std::vector<batch> batches;
       encoder work(arrays, [&](const batch& b) {
         batches.push_back(b);
