@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 namespace memkit::planner::detail {
 namespace {
@@ -36,6 +37,7 @@ std::uint64_t mix64(std::uint64_t x) {  // splitmix64's finaliser
 constexpr std::size_t kFailedStateSlots = std::size_t{1} << 20;
 constexpr std::uint64_t kRestartNodes = 4096;
 constexpr std::size_t kElevatedBoundMaxBuffers = 4000;
+constexpr int kMaxSplitDepth = 64;
 
 // The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..., for k >= 1.
 std::uint64_t luby(std::uint64_t k) {
@@ -112,8 +114,9 @@ decomposition decompose(const instance& inst) {
   return result;
 }
 
-part_search::part_search(const instance& inst, const std::vector<std::size_t>& members)
-    : buffer_count_(members.size()) {
+part_search::part_search(const instance& inst, const std::vector<std::size_t>& members,
+                         const std::vector<std::int64_t>* skyline, int depth)
+    : depth_(depth), buffer_count_(members.size()) {
   const std::size_t n = buffer_count_;
   std::vector<std::int64_t> points;
   points.reserve(2 * n);
@@ -143,6 +146,18 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
     live_delta[end_section_[k]] -= b.size;
   }
   if (granule_ == 0) granule_ = 1;
+  initial_floor_.assign(section_count_, 0);
+  if (skyline != nullptr) {
+    // Time here counts the sections of the search that split this part off.
+    for (std::size_t s = 0; s < section_count_; ++s) {
+      for (auto t = points[s]; t < points[s + 1]; ++t) {
+        initial_floor_[s] = std::max(initial_floor_[s], (*skyline)[static_cast<std::size_t>(t)]);
+      }
+    }
+  }
+  std::size_t slots = 4096;
+  while (slots < 64 * n && slots < kFailedStateSlots) slots *= 2;
+  failed_slots_ = slots;
   std::int64_t live = 0;
   for (std::size_t s = 0; s < section_count_; ++s) {
     live += live_delta[s];
@@ -189,6 +204,7 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
     }
   }
   priority_.resize(n);
+  fit_score_.assign(n, 0);
 
   // Time overlaps, as compressed adjacency lists: sweep buffers by first section and
   // pair each with those still live.
@@ -222,6 +238,11 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
     overlap_[fill[a]++] = b;
     overlap_[fill[b]++] = a;
   });
+  smallest_neighbour_.assign(n, std::numeric_limits<std::int64_t>::max() / 4);
+  for (std::size_t k = 0; k < n; ++k) {
+    for (std::uint32_t j = overlap_begin_[k]; j < overlap_begin_[k + 1]; ++j)
+      smallest_neighbour_[k] = std::min(smallest_neighbour_[k], size_[overlap_[j]]);
+  }
   buffer_keys_.resize(n);
   for (std::size_t k = 0; k < n; ++k) buffer_keys_[k] = mix64(0x5eed0000ULL + k);
 }
@@ -229,32 +250,38 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
 std::uint64_t part_search::state_key() const {
   std::uint64_t key = mix64(placed_hash_ ^ static_cast<std::uint64_t>(level_));
   for (std::size_t s = 0; s < section_count_; ++s) {
-    // Only sections with bytes left matter, and there only floors the level has not
-    // passed: any floor below the level acts the same.
-    const std::int64_t value = remaining_[s] == 0 ? -2 : (floor_[s] >= level_ ? floor_[s] : -1);
+    // Only sections with bytes left matter. Floors below the level count too: the
+    // dominance cut in prepare_node() depends on them.
+    const std::int64_t value = remaining_[s] == 0 ? -2 : floor_[s];
     key = mix64(key ^ static_cast<std::uint64_t>(value));
   }
   return key == 0 ? 1 : key;
 }
 
 void part_search::remember_failed(std::uint64_t key) {
-  failed_states_[key & (kFailedStateSlots - 1)] = key;
+  failed_states_[key & (failed_slots_ - 1)] = key;
 }
 
 bool part_search::known_failed(std::uint64_t key) const {
-  return failed_states_[key & (kFailedStateSlots - 1)] == key;
+  return failed_states_[key & (failed_slots_ - 1)] == key;
 }
 
 void part_search::reset() {
   const std::size_t n = buffer_count_;
   level_ = 0;
-  floor_.assign(section_count_, 0);
+  floor_ = initial_floor_;
   lower_bound_.assign(section_count_, 0);
   remaining_.assign(section_count_, 0);
   for (std::size_t b = 0; b < n; ++b) {
     for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s) remaining_[s] += size_[b];
   }
   offset_floor_.assign(n, 0);
+  for (std::size_t b = 0; b < n; ++b) {
+    for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s)
+      offset_floor_[b] = std::max(offset_floor_[b], floor_[s]);
+  }
+  solved_ = false;
+  transition_stops_.clear();
   banned_at_.assign(n, -1);
   offset_.assign(n, -1);
   unplaced_.resize(n);
@@ -299,7 +326,16 @@ void part_search::place(std::uint32_t b) {
 void part_search::leave_section_empty(const choice_point& point) {
   const std::uint32_t s = point.section;
   trail_.push_back({undo_kind::lower_bound, s, lower_bound_[s]});
-  lower_bound_[s] = level_ + granule_;
+  // Nothing covers s at this level, so the next buffer over s rests higher: on a
+  // buffer placed from now on (its lowest neighbour in time at least) or on a floor
+  // above the level.
+  std::int64_t next_cover = std::numeric_limits<std::int64_t>::max();
+  for (const std::uint32_t c : unplaced_) {
+    if (first_section_[c] > s || s >= end_section_[c]) continue;
+    const std::int64_t f = offset_floor_[c];
+    next_cover = std::min(next_cover, f > level_ ? f : level_ + smallest_neighbour_[c]);
+  }
+  lower_bound_[s] = std::min(next_cover, capacity_ + 1);
   for (std::size_t k = point.options_begin; k < point.options_end; ++k) {
     const std::uint32_t c = options_[k];
     trail_.push_back({undo_kind::ban, c, banned_at_[c]});
@@ -325,9 +361,11 @@ void part_search::undo_to(std::size_t mark) {
         banned_at_[entry.index] = entry.old_value;
         break;
       case undo_kind::level:
-        // Everything below this rise of the level has been tried.
-        remember_failed(transition_keys_.back());
+        // Everything below this rise of the level has been tried, unless a split-off
+        // part gave up on its node budget there.
+        if (transition_stops_.back() == stopped_parts_) remember_failed(transition_keys_.back());
         transition_keys_.pop_back();
+        transition_stops_.pop_back();
         level_ = entry.old_value;
         break;
       case undo_kind::placed: {
@@ -371,6 +409,7 @@ bool part_search::prepare_node() {
     trail_.push_back({undo_kind::level, 0, level_});
     level_ = next_level;
     transition_keys_.push_back(state_key());
+    transition_stops_.push_back(stopped_parts_);
     if (known_failed(transition_keys_.back())) return false;
     for (std::size_t s = 0; s < section_count_; ++s) {
       if (remaining_[s] == 0) continue;
@@ -378,10 +417,89 @@ bool part_search::prepare_node() {
       if (start + remaining_[s] > capacity_) return false;
     }
     for (const std::uint32_t b : unplaced_) {
-      if (offset_floor_[b] == level_) candidates_.push_back(b);
+      const std::int64_t f = offset_floor_[b];
+      if (f == level_) {
+        candidates_.push_back(b);
+      } else if (f < level_ && f + size_[b] <= level_) {
+        // b could drop into the gap under the level, which nothing fills any more: a
+        // plan with b there is no higher, so this one need not be completed.
+        return false;
+      }
     }
+    if (!check_section_starts()) return false;
+    return depth_ >= kMaxSplitDepth || solve_split_parts();
   }
   return check_section_starts();
+}
+
+bool part_search::solve_split_parts() {
+  // After a rise of the level, the unplaced buffers may fall into groups that share no
+  // moment: each can then be searched alone above the floors, so that a failure in one
+  // does not send the search back through choices made in the others.
+  std::fill(coverage_.begin(), coverage_.end(), 0);
+  for (const std::uint32_t b : unplaced_) {
+    ++coverage_[first_section_[b] + 1];
+    --coverage_[end_section_[b]];
+  }
+  // A group starts at section s when no unplaced buffer lives on both sides of s.
+  split_group_.assign(section_count_, 0);
+  std::uint32_t group = 0;
+  std::int32_t crossing = 0;
+  for (std::size_t s = 0; s < section_count_; ++s) {
+    crossing += coverage_[s];
+    if (s > 0 && crossing == 0) ++group;
+    split_group_[s] = group;
+  }
+  if (group == 0) return true;
+  std::vector<std::vector<std::uint32_t>> groups(group + 1);
+  for (const std::uint32_t b : unplaced_) groups[split_group_[first_section_[b]]].push_back(b);
+  std::erase_if(groups, [](const std::vector<std::uint32_t>& g) { return g.empty(); });
+  if (groups.size() < 2) return true;
+  std::sort(groups.begin(), groups.end(),
+            [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  std::vector<std::int64_t> part_offsets;
+  for (const std::vector<std::uint32_t>& members : groups) {
+    std::uint64_t key = 0x9a11ULL;
+    std::uint32_t lowest = std::numeric_limits<std::uint32_t>::max();
+    std::uint32_t highest = 0;
+    for (const std::uint32_t b : members) {
+      key ^= buffer_keys_[b];
+      lowest = std::min(lowest, first_section_[b]);
+      highest = std::max(highest, end_section_[b]);
+    }
+    for (std::uint32_t s = lowest; s < highest; ++s) {
+      key = mix64(key ^ static_cast<std::uint64_t>(floor_[s]));
+    }
+    if (failed_parts_.contains(key)) return false;
+    instance sub;
+    std::vector<std::size_t> all(members.size());
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const std::uint32_t b = members[k];
+      sub.buffers.push_back(
+          buffer{static_cast<std::int64_t>(k), first_section_[b], end_section_[b], size_[b]});
+      all[k] = k;
+    }
+    part_search child(sub, all, &floor_, depth_ + 1);
+    const std::uint64_t limit = std::min(node_limit_, run_stop_at_);
+    const std::uint64_t budget = limit > nodes_ ? limit - nodes_ : 0;
+    const search_status status = child.run(capacity_, deadline_, part_offsets, budget);
+    nodes_ += child.nodes();
+    if (status == search_status::infeasible) {
+      failed_parts_.insert(key);
+      return false;
+    }
+    if (status == search_status::stopped) {
+      ++stopped_parts_;
+      return false;
+    }
+    for (std::size_t k = 0; k < members.size(); ++k)
+      split_offsets_.emplace_back(members[k], part_offsets[k]);
+  }
+  // Every group fits: the whole part is done.
+  for (const auto& [b, offset] : split_offsets_) offset_[b] = offset;
+  split_offsets_.clear();
+  solved_ = true;
+  return true;
 }
 
 void part_search::sort_elevated() {
@@ -420,7 +538,9 @@ bool part_search::check_section_starts() {
   const std::int64_t above_level = level_ + granule_;
   for (const std::uint32_t b : unplaced_) {
     std::int64_t start = offset_floor_[b];
-    if (start < level_ || (start == level_ && banned_at_[b] == level_)) start = above_level;
+    if (start < level_ || (start == level_ && banned_at_[b] == level_)) {
+      start = level_ + smallest_neighbour_[b];
+    }
     if (start + size_[b] > capacity_) return false;
     if (start == level_) {
       for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s)
@@ -472,12 +592,19 @@ bool part_search::branch() {
       if (slack < granule_) return false;
       continue;
     }
-    // Ties between equally tight sections: the fewest candidates (fail first), the
-    // earliest, or the most candidates; restarts vary it.
+    // Rules 0-2 take the tightest section and break ties by the fewest candidates
+    // (fail first), the earliest, or the most candidates; rule 3 takes the fewest
+    // candidates first, rule 4 the earliest section. Restarts vary it.
     const bool better_tie = section_tie_rule_ == 0   ? covered < best_coverage
                             : section_tie_rule_ == 2 ? covered > best_coverage
                                                      : false;
-    if (slack < best_slack || (slack == best_slack && better_tie)) {
+    bool better = slack < best_slack || (slack == best_slack && better_tie);
+    if (section_tie_rule_ == 3) {
+      better = covered < best_coverage || (covered == best_coverage && slack < best_slack);
+    } else if (section_tie_rule_ == 4) {
+      better = best_section == section_count_;
+    }
+    if (better) {
       best_slack = slack;
       best_coverage = covered;
       best_section = s;
@@ -489,8 +616,28 @@ bool part_search::branch() {
   for (const std::uint32_t c : candidates_) {
     if (first_section_[c] <= best_section && best_section < end_section_[c]) options_.push_back(c);
   }
+  // Prefer buffers that fill the open stretch around the section flush at its ends
+  // and whose top meets the floor beside it: such placements leave no step behind.
+  std::size_t valley_begin = best_section;
+  std::size_t valley_end = best_section + 1;
+  const auto open = [&](std::size_t s) { return floor_[s] <= level_ && lower_bound_[s] <= level_; };
+  while (valley_begin > 0 && open(valley_begin - 1)) --valley_begin;
+  while (valley_end < section_count_ && open(valley_end)) ++valley_end;
+  const std::int64_t left_floor = valley_begin > 0 ? floor_[valley_begin - 1] : capacity_;
+  const std::int64_t right_floor = valley_end < section_count_ ? floor_[valley_end] : capacity_;
+  for (std::size_t k = begin; k < options_.size(); ++k) {
+    const std::uint32_t c = options_[k];
+    const std::int64_t top = level_ + size_[c];
+    std::int64_t score = 0;
+    if (first_section_[c] == valley_begin) score += 2 + (top == left_floor ? 1 : 0);
+    if (end_section_[c] == valley_end) score += 2 + (top == right_floor ? 1 : 0);
+    fit_score_[c] = score;
+  }
   std::sort(options_.begin() + static_cast<std::ptrdiff_t>(begin), options_.end(),
-            [&](std::uint32_t a, std::uint32_t b) { return priority_[a] < priority_[b]; });
+            [&](std::uint32_t a, std::uint32_t b) {
+              if (fit_score_[a] != fit_score_[b]) return fit_score_[a] > fit_score_[b];
+              return priority_[a] < priority_[b];
+            });
   choices_.push_back(choice_point{trail_.size(), begin, options_.size(), begin,
                                   static_cast<std::uint32_t>(best_section),
                                   best_slack >= granule_});
@@ -523,10 +670,11 @@ bool part_search::backtrack() {
 
 void part_search::configure_run(std::uint64_t run_index, std::uint64_t& random) {
   // The first runs try each order plainly; later ones also shuffle them a little.
-  const std::size_t flavours = orders_.size() * 3;
+  static constexpr int kRules[] = {0, 3, 4, 2, 1};
+  const std::size_t flavours = orders_.size() * std::size(kRules);
   const std::size_t flavour = run_index % flavours;
   const std::vector<std::uint32_t>& base = orders_[flavour % orders_.size()];
-  section_tie_rule_ = static_cast<int>(flavour / orders_.size());
+  section_tie_rule_ = kRules[flavour / orders_.size()];
   std::vector<std::uint32_t> order = base;
   if (run_index >= flavours) {
     for (std::size_t k = 0; k + 1 < order.size(); ++k) {
@@ -549,29 +697,45 @@ void part_search::configure_run(std::uint64_t run_index, std::uint64_t& random) 
 }
 
 search_status part_search::run(std::int64_t capacity, clock::time_point deadline,
-                               std::vector<std::int64_t>& offsets) {
+                               std::vector<std::int64_t>& offsets, std::uint64_t node_limit) {
   capacity_ = capacity;
-  failed_states_.assign(kFailedStateSlots, 0);  // nogoods hold for one capacity only
+  deadline_ = deadline;
+  node_limit_ = node_limit == 0 ? 0 : (node_limit > ~0ULL - nodes_ ? ~0ULL : nodes_ + node_limit);
+  failed_states_.assign(failed_slots_, 0);  // nogoods hold for one capacity only
+  failed_parts_.clear();
+  stopped_parts_ = 0;
+  if (node_limit == 0) return search_status::stopped;
   if (load_ > capacity) return search_status::infeasible;
   // Runs are restarted after a node budget that follows the Luby sequence (1 1 2 1 1 2
   // 4 ...): how long a run needs varies wildly with the order, so many short runs
   // with different orders beat one long one, while the long runs still come and can
   // prove infeasibility. Exhausted states found by any run stay known to the next.
   std::uint64_t random = 0x243f6a8885a308d3ULL ^ static_cast<std::uint64_t>(capacity);
+  const std::uint64_t restart_unit = kRestartNodes + 4 * buffer_count_;
   for (std::uint64_t run_index = 0;; ++run_index) {
     configure_run(run_index, random);
     reset();
-    const std::uint64_t budget = luby(run_index + 1) * (kRestartNodes + 4 * buffer_count_);
-    const std::uint64_t stop_at = nodes_ + budget;
+    const std::uint64_t budget = luby(run_index + 1) * restart_unit;
+    const std::uint64_t stop_at = budget > ~0ULL - nodes_ ? ~0ULL : nodes_ + budget;
+    run_stop_at_ = stop_at;
+    const std::uint64_t stops_before = stopped_parts_;
     bool restart = false;
-    while (!unplaced_.empty()) {
+    split_offsets_.clear();
+    while (!unplaced_.empty() && !solved_) {
       if ((++nodes_ & 15) == 0 && clock::now() > deadline) return search_status::stopped;
+      if (nodes_ >= node_limit_) return search_status::stopped;
       if (nodes_ >= stop_at) {
         restart = true;
         break;
       }
-      if (!prepare_node() || !branch()) {
-        if (!backtrack()) return search_status::infeasible;
+      split_offsets_.clear();
+      if (!prepare_node() || solved_ || !branch()) {
+        if (solved_) break;
+        if (!backtrack()) {
+          if (stopped_parts_ == stops_before) return search_status::infeasible;
+          restart = true;  // a split-off part gave up: not proven, try again
+          break;
+        }
       }
     }
     if (restart) continue;

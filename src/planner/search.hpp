@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "memkit/planner.hpp"
@@ -32,7 +34,10 @@ enum class search_status { found, infeasible, stopped };
 // Searches one part for plans within a capacity; built once, run for several.
 class part_search {
  public:
-  part_search(const instance& inst, const std::vector<std::size_t>& members);
+  // `skyline`, when given, holds floors the part starts from, indexed by time (used
+  // for the groups a search splits off, whose times are its sections).
+  part_search(const instance& inst, const std::vector<std::size_t>& members,
+              const std::vector<std::int64_t>* skyline = nullptr, int depth = 0);
 
   // LOAD of the part alone.
   std::int64_t part_load() const { return load_; }
@@ -40,7 +45,7 @@ class part_search {
   // Looks for offsets (relative to the part's base, in `members` order) whose height
   // is at most `capacity`. Returns infeasible only when the whole space was searched.
   search_status run(std::int64_t capacity, clock::time_point deadline,
-                    std::vector<std::int64_t>& offsets);
+                    std::vector<std::int64_t>& offsets, std::uint64_t node_limit = ~0ULL);
 
   std::uint64_t nodes() const { return nodes_; }
 
@@ -71,11 +76,15 @@ class part_search {
   bool prepare_node();
   // Bounds every section by the lowest offset its unplaced buffers can still take.
   bool check_section_starts();
+  // Searches apart the groups of unplaced buffers that share no moment; false when one
+  // of them fails, and sets solved_ when all of them fit.
+  bool solve_split_parts();
   // Pushes a choice point for the current node; returns false when it has no option.
   bool branch();
   // Takes the next untried option of the deepest choice point; false when exhausted.
   bool backtrack();
 
+  int depth_ = 0;  // how many splits above this search
   // The part, time compressed to sections between consecutive events.
   std::size_t buffer_count_ = 0;
   std::size_t section_count_ = 0;
@@ -85,6 +94,9 @@ class part_search {
   std::vector<std::uint32_t> identity_;       // equal for buffers of equal lifetime and size
   std::vector<std::uint32_t> overlap_begin_;  // CSR: buffers overlapping each buffer in time
   std::vector<std::uint32_t> overlap_;
+  // Per buffer: the smallest size among the buffers overlapping it in time; one that
+  // cannot go at the level rests on one of them, so at least this much above it.
+  std::vector<std::int64_t> smallest_neighbour_;
   std::vector<std::vector<std::uint32_t>> orders_;  // candidate orders to restart with
   std::vector<std::int64_t> priority_;              // rank among candidates in this run
   int section_tie_rule_ = 0;                        // how this run breaks ties between sections
@@ -129,6 +141,20 @@ class part_search {
   std::vector<std::uint64_t> failed_states_;    // direct-mapped; 0 = empty
   std::vector<std::uint64_t> transition_keys_;  // one per level entry on the trail
   std::uint64_t nodes_ = 0;
+  std::uint64_t node_limit_ = ~0ULL;
+  std::uint64_t run_stop_at_ = ~0ULL;  // node count at which the current run restarts
+  clock::time_point deadline_{};
+  std::size_t failed_slots_ = 0;
+  std::vector<std::int64_t> initial_floor_;  // per section: floor before anything is placed
+  // Splitting: groups proven not to fit (by members and floors), how many split-off
+  // searches gave up on their budget, and the state each level rise saw.
+  std::unordered_set<std::uint64_t> failed_parts_;
+  std::uint64_t stopped_parts_ = 0;
+  std::vector<std::uint64_t> transition_stops_;
+  std::vector<std::uint32_t> split_group_;
+  std::vector<std::pair<std::uint32_t, std::int64_t>> split_offsets_;
+  bool solved_ = false;
+  std::vector<std::int64_t> fit_score_;
 };
 
 }  // namespace memkit::planner::detail
