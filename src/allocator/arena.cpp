@@ -214,7 +214,8 @@ void allocator::state::arena_finish(arena_request& r, bool mapped,
     // The pages already in hand (stolen, or created before the backend ran out)
     // go back to the device: the caller releases them without the lock.
     stats.reserved_bytes -= stolen * g;
-    stats.backend_frees += stolen;
+    stats.backend_allocations += created;  // made, never used, given back at once
+    stats.backend_frees += stolen + created;
     for (const page_plan& p : r.pages) {
       a.pages.at(p.index).busy = false;
       if (p.physical) to_release.push_back({p.index, p.physical, page_map::kNone});
