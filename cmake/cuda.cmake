@@ -73,3 +73,18 @@ if(MEMKIT_BENCH)
     message(STATUS "memkit: GPU benchmark without PyTorch (python3 has no torch with C++ headers)")
   endif()
 endif()
+
+# The all-reduce benchmark over several GPUs (bench/multi_gpu): NCCL is loaded at
+# run time, so only its header is needed to build.
+if(MEMKIT_BENCH)
+  find_path(MEMKIT_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  if(MEMKIT_NCCL_INCLUDE_DIR)
+    message(STATUS "memkit: NCCL benchmark on (nccl.h in ${MEMKIT_NCCL_INCLUDE_DIR}; libnccl is loaded at run time)")
+    add_executable(memkit_nccl_bench ${PROJECT_SOURCE_DIR}/bench/multi_gpu/nccl_allreduce_bench.cpp)
+    target_include_directories(memkit_nccl_bench PRIVATE ${PROJECT_SOURCE_DIR}/src ${MEMKIT_NCCL_INCLUDE_DIR})
+    target_compile_options(memkit_nccl_bench PRIVATE ${memkit_warnings})
+    target_link_libraries(memkit_nccl_bench PRIVATE memkit ${CMAKE_DL_LIBS})
+  else()
+    message(STATUS "memkit: NCCL benchmark off (no nccl.h under ${CUDAToolkit_INCLUDE_DIRS})")
+  endif()
+endif()

@@ -28,6 +28,14 @@ void check(const cuda_detail::driver_api& api, const char* function, const char*
   }
 }
 
+// The driver's context-bound calls (cuMemGetAddressRange) need a current context,
+// which a thread that never used the runtime (the exporter's) does not have:
+// cudaSetDevice makes the device's primary context current.
+void make_current(int device, const char* function) {
+  const cudaError_t error = cudaSetDevice(device);
+  if (error != cudaSuccess) throw_cuda_error(function, "cudaSetDevice", error);
+}
+
 }  // namespace
 
 shared_memory cuda_backend::export_memory(address_t address, std::size_t bytes) {
@@ -40,6 +48,7 @@ shared_memory cuda_backend::export_memory(address_t address, std::size_t bytes) 
   const cuda_detail::driver_api* api = cuda_detail::get_driver_api(&why);
   if (!api) throw cuda_error("[memkit::cuda_backend::export_memory] " + why);
   cuda_detail::device_scope scope(s.options.device);
+  make_current(s.options.device, "export_memory");
   shared_memory memory;
   memory.device = static_cast<std::uint32_t>(s.options.device);
   memory.size = bytes;
@@ -110,6 +119,7 @@ shared_memory cuda_backend::export_memory(address_t address, std::size_t bytes) 
 address_t cuda_backend::import_memory(shared_memory& memory) {
   state& s = *state_;
   cuda_detail::device_scope scope(s.options.device);
+  make_current(s.options.device, "import_memory");
   if (memory.type == shared_memory::kind::cuda_ipc) {
     memory.close_fds();
     // A process opens a segment once; later imports of it share that mapping.
@@ -231,6 +241,7 @@ void cuda_backend::close_import(address_t address) {
     }
   }
   cuda_detail::device_scope scope(s.options.device);
+  make_current(s.options.device, "close_import");
   if (record.legacy) {
     const cudaError_t error = cudaIpcCloseMemHandle(reinterpret_cast<void*>(record.base));
     if (error != cudaSuccess) throw_cuda_error("close_import", "cudaIpcCloseMemHandle", error);

@@ -21,6 +21,8 @@ std::size_t get_device_bytes(std::size_t host_bytes, element_conversion conversi
 void cuda_backend::copy_to_device(address_t dst, const void* src, std::size_t host_bytes,
                                   queue_id queue, element_conversion conversion) {
   if (host_bytes == 0) return;
+  // Queue 0 is the legacy default stream of the current device: make it this one.
+  cuda_detail::device_scope scope(state_->options.device);
   cudaStream_t stream = get_stream(queue);
   std::vector<unsigned char> converted;
   if (conversion != element_conversion::none) {
@@ -46,6 +48,8 @@ void cuda_backend::copy_to_device(address_t dst, const void* src, std::size_t ho
 void cuda_backend::copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
                                 element_conversion conversion) {
   if (host_bytes == 0) return;
+  // Queue 0 is the legacy default stream of the current device: make it this one.
+  cuda_detail::device_scope scope(state_->options.device);
   cudaStream_t stream = get_stream(queue);
   std::vector<unsigned char> converted(
       conversion == element_conversion::none ? 0 : get_device_bytes(host_bytes, conversion));
@@ -65,6 +69,7 @@ void cuda_backend::fill(address_t dst, std::size_t bytes, std::uint32_t pattern,
                            " bytes is not a multiple of 4");
   }
   if (bytes == 0) return;
+  cuda_detail::device_scope scope(state_->options.device);
   cudaStream_t stream = get_stream(queue);
   unsigned char b[4];
   std::memcpy(b, &pattern, 4);
@@ -76,7 +81,6 @@ void cuda_backend::fill(address_t dst, std::size_t bytes, std::uint32_t pattern,
   std::string why;
   const cuda_detail::driver_api* api = cuda_detail::get_driver_api(&why);
   if (!api) throw cuda_error("[memkit::cuda_backend::fill] " + why);
-  cuda_detail::device_scope scope(state_->options.device);
   const CUresult result = api->memset_d32_async(static_cast<CUdeviceptr>(dst), pattern, bytes / 4,
                                                 reinterpret_cast<CUstream>(stream));
   if (result != CUDA_SUCCESS) {
@@ -87,6 +91,7 @@ void cuda_backend::fill(address_t dst, std::size_t bytes, std::uint32_t pattern,
 
 void cuda_backend::copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) {
   if (bytes == 0) return;
+  cuda_detail::device_scope scope(state_->options.device);
   const cudaError_t error =
       cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes,
                       cudaMemcpyDefault, get_stream(queue));
