@@ -40,10 +40,12 @@ timeout 300 "$build/tests/memkit_tests" --gtest_filter='*cuda*:*Cuda*:-MultiGpu*
 echo "CUDA backend tests: rc=$?"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]" "$out/cuda_tests.log" | head -20
 
-NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG timeout 300 "$build/memkit_nccl_bench" \
+NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG NCCL_DEBUG_FILE="$out/nccl_debug.log" timeout 300 "$build/memkit_nccl_bench" \
   ${MEMKIT_NCCL_BENCH_ARGS:---sizes 64M,256M,1G --iterations 20 --repeats 5} \
-  >"$out/nccl_bench.txt" 2>"$out/nccl_debug.log"
+  >"$out/nccl_bench.txt" 2>&1
 echo "NCCL benchmark: rc=$?"
-grep -ciE "register" "$out/nccl_debug.log" | sed 's/^/NCCL REG lines: /'
-grep -iE "IPC register|reg.*fail|WARN" "$out/nccl_debug.log" | sort | uniq -c | sort -rn | head -8
+grep -m1 "NCCL version" "$out/nccl_debug.log"
+echo "NCCL IPC registrations: $(grep -c 'IPC register buffer' "$out/nccl_debug.log")," \
+  "failed: $(grep -c 'failed to IPC register' "$out/nccl_debug.log")," \
+  "warnings: $(grep -c 'WARN' "$out/nccl_debug.log")"
 cat "$out/nccl_bench.txt"
