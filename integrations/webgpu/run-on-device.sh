@@ -1,8 +1,11 @@
 #!/bin/bash
-# On the GPU machine, from the repository root, with integrations/webgpu/kit
-# (make-kit.sh's output plus the GL loader packages) and integrations/webgpu/plans
-# carried:
+# On the GPU machine, from the repository root, with integrations/webgpu/kit and
+# integrations/webgpu/plans carried:
 #   bash integrations/webgpu/run-on-device.sh
+# kit: ../shared/tools/webgpu/make-kit.sh integrations/webgpu/kit, then the GL
+# loader packages beside it (apt-get download libegl1 libglvnd0 libopengl0 libgl1
+# libglx0 libgles2, amd64). plans: MEMKIT_WEBGPU_PLANS=$PWD/integrations/webgpu/plans
+# memkit_tests --gtest_filter='*export_plans*'.
 # Prints Dawn's conflict check and every plan's line, and keeps a copy in
 # $OUT/webgpu.log where $OUT is set.
 set -uo pipefail

@@ -138,10 +138,13 @@ TEST(random_graphs, fixed_size_buffers_make_the_rule_cost_more) {
 TEST(random_graphs, export_plans_for_webgpu) {
   const char* dir = std::getenv("MEMKIT_WEBGPU_PLANS");
   if (!dir) GTEST_SKIP() << "set MEMKIT_WEBGPU_PLANS=dir to write plans for integrations/webgpu";
-  testing::graph_options o;
-  o.shapes = {16, 64, 1000, 4096, 16384, 65536};
-  o.max_steps = 60;
-  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+  // Seeds 1-20: small tensors, many in each buffer. 21-30: the full shape range
+  // (up to 4 MiB), so buffers grow and the largest tensors get their own.
+  testing::graph_options small;
+  small.shapes = {16, 64, 1000, 4096, 16384, 65536};
+  small.max_steps = 60;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    const testing::graph_options o = seed <= 20 ? small : testing::graph_options{};
     for (aliasing_rule rule : {aliasing_rule::webgpu_usage_scope, aliasing_rule::none}) {
       sim_backend device;
       allocator memory(device);
