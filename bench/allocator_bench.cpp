@@ -26,11 +26,14 @@ BENCHMARK(pair_cache_hit<memkit::sim_backend>)->Arg(4096)->Arg(1 << 20)->Name("p
 
 // A window of 256 live blocks of random sizes (256 B .. 64 MiB, log-uniform):
 // each iteration frees a random one and allocates a new one in its place.
+// Arg 0: the default policy (the arena on the simulated device); 1: segments.
 void random_window(benchmark::State& state) {
   memkit::sim_options options;
   options.capacity = std::size_t{1} << 40;
   memkit::sim_backend device(options);
-  memkit::allocator alloc(device);
+  memkit::allocator_options settings;
+  if (state.range(0) == 1) settings.policy = memkit::pool_policy::segments;
+  memkit::allocator alloc(device, settings);
   std::mt19937_64 rng(42);
   std::vector<std::size_t> sizes(1 << 16);
   std::uniform_real_distribution<double> exponent(8.0, 26.0);
@@ -57,7 +60,7 @@ void random_window(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   for (auto& a : window) alloc.free(a.address);
 }
-BENCHMARK(random_window);
+BENCHMARK(random_window)->Arg(0)->Arg(1);
 
 }  // namespace
 
