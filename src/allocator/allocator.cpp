@@ -100,9 +100,9 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
   }
   const std::size_t size = round_up(bytes, pools::kQuantum);
   thread_cache* cache = nullptr;
-  if (size <= thread_cache::kMaxBlock && s.thread_caching) {
+  if (size <= thread_cache::kMaxBlock && s.thread_caching &&
+      (cache = s.get_thread_cache())->is_worth_trying()) {
     // Fastest: a block this thread freed, without the allocator's lock.
-    cache = s.get_thread_cache();
     cache->lock();
     block* b = cache->pop(size, queue);
     if (b) {
@@ -113,6 +113,7 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
       cache->stats.allocations++;
     }
     cache->unlock();
+    cache->count_try(b != nullptr);
     if (b) {
       const address_t address = b->owner->base + b->offset;
       cache->remember(address, b, b->stamp.load(std::memory_order_relaxed));
@@ -130,7 +131,9 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
     }
   }
   if (!handed) a = s.allocate_slow(bytes, size, queue, &handed);
-  if (cache) cache->remember(a.address, handed, handed->stamp.load(std::memory_order_relaxed));
+  if (cache && cache->is_trying()) {
+    cache->remember(a.address, handed, handed->stamp.load(std::memory_order_relaxed));
+  }
   return a;
 }
 

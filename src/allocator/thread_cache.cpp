@@ -22,6 +22,7 @@ void thread_cache::remember(address_t address, pools::block* b, std::uint64_t st
 }
 
 pools::block* thread_cache::recall(address_t address) {
+  if (held_count_ == 0) return nullptr;
   const std::size_t mask = held_.size() - 1;
   std::size_t hole = slot_of(address, mask);
   while (held_[hole].address != address) {

@@ -75,6 +75,26 @@ class alignas(64) thread_cache {
     return nullptr;
   }
 
+  // Adaptive: a cache that served fewer than 1 in kMinHitShare of its last
+  // kTryWindow allocations costs more than it saves (locks, two address maps), so
+  // its thread skips it for the next kSkip allocations, then tries again. Read
+  // and written by the owning thread only.
+  static constexpr std::uint32_t kTryWindow = 256;
+  static constexpr std::uint32_t kMinHitShare = 4;
+  static constexpr std::uint32_t kSkip = 4096;
+  bool is_worth_trying() {
+    if (skip_left_ == 0) return true;
+    --skip_left_;
+    return false;
+  }
+  bool is_trying() const { return skip_left_ == 0; }
+  void count_try(bool hit) {
+    tries_hit_ += hit;
+    if (++tries_ < kTryWindow) return;
+    if (tries_hit_ * kMinHitShare < kTryWindow) skip_left_ = kSkip;
+    tries_ = tries_hit_ = 0;
+  }
+
   // A stamp no other hand-out has had: this cache's number in the high bits.
   std::uint64_t next_stamp() { return (cache_number_ << 44) | ++stamps_; }
 
@@ -121,6 +141,9 @@ class alignas(64) thread_cache {
   std::uint64_t allocator_id_;
   std::uint64_t cache_number_;  // >= 1; the shared path's stamps use 0
   std::uint64_t stamps_ = 0;
+  std::uint32_t tries_ = 0;      // allocations tried in this window
+  std::uint32_t tries_hit_ = 0;  // of which the cache served
+  std::uint32_t skip_left_ = 0;  // allocations left that skip the cache
   std::size_t parked_bytes_ = 0;
   std::size_t parked_count_ = 0;
   std::array<std::uint32_t, kBins> count_{};
