@@ -2,12 +2,13 @@
 // buffers from ncclMemAlloc and from memkit, registered with ncclCommRegister and
 // not, measured in one run with the variants interleaved.
 //
-//   memkit_nccl_bench [--sizes 64M,256M,1G] [--iterations 20] [--repeats 5] [--gpus 2]
+//   memkit_nccl_bench [--sizes 64M,256M,1G,2G] [--iterations 20] [--repeats 10] [--gpus 2]
 //
 // Prints one line per size and variant: the median over repeats of the time of one
 // all-reduce (host clock around `iterations` launches, streams synchronized) and the
-// bus bandwidth, 2 (n - 1) / n * bytes / time, as nccl-tests counts it. Each run's
-// result is checked (every rank's receive buffer holds the sum).
+// bus bandwidth, 2 (n - 1) / n * bytes / time, as nccl-tests counts it. Each repeat
+// runs every variant once, starting at a different one. The result is checked (every
+// rank's receive buffer holds the sum).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -63,8 +64,8 @@ struct buffers {
 
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {std::size_t{64} << 20, std::size_t{256} << 20,
-                                    std::size_t{1} << 30};
-  int iterations = 20, repeats = 5, gpus = 2;
+                                    std::size_t{1} << 30, std::size_t{2} << 30};
+  int iterations = 20, repeats = 10, gpus = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string option = argv[i], value = argv[i + 1];
     if (option == "--sizes") {
@@ -167,11 +168,11 @@ int main(int argc, char** argv) {
     add_memkit(communication_set, "memkit communication", false);
     add_memkit(arena_set, "memkit arena", false);
 
+    // 1.0f on every rank: the sum is the number of ranks. Never time zeros.
+    const std::vector<float> ones(count, 1.0f);
     for (buffers& b : variants) {
       for (int r = 0; r < gpus; ++r) {
         check_cuda(cudaSetDevice(r), "cudaSetDevice");
-        // 1.0f on every rank: the sum is the number of ranks. Never time zeros.
-        std::vector<float> ones(count, 1.0f);
         check_cuda(cudaMemcpy(b.send[r], ones.data(), count * sizeof(float), cudaMemcpyDefault),
                    "cudaMemcpy");
         if (b.registered) {
@@ -200,7 +201,9 @@ int main(int argc, char** argv) {
     };
     std::vector<std::vector<double>> times(variants.size());
     for (int repeat = 0; repeat < repeats; ++repeat) {
-      for (std::size_t v = 0; v < variants.size(); ++v) {
+      // Each repeat starts at another variant, so no variant always follows the same one.
+      for (std::size_t k = 0; k < variants.size(); ++k) {
+        const std::size_t v = (k + static_cast<std::size_t>(repeat)) % variants.size();
         for (int i = 0; i < 5; ++i) launch(variants[v]);  // warm up
         synchronize();
         const auto start = std::chrono::steady_clock::now();

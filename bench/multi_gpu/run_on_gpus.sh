@@ -41,7 +41,7 @@ echo "CUDA backend tests: rc=$?"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]" "$out/cuda_tests.log" | head -20
 
 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG NCCL_DEBUG_FILE="$out/nccl_debug.log" timeout 300 "$build/memkit_nccl_bench" \
-  ${MEMKIT_NCCL_BENCH_ARGS:---sizes 64M,256M,1G --iterations 20 --repeats 5} \
+  ${MEMKIT_NCCL_BENCH_ARGS:---sizes 64M,256M,1G,2G --iterations 20 --repeats 10} \
   >"$out/nccl_bench.txt" 2>&1
 echo "NCCL benchmark: rc=$?"
 grep -m1 "NCCL version" "$out/nccl_debug.log"

@@ -77,6 +77,8 @@ class device_set {
   device_allocation allocate(std::uint32_t device, std::size_t bytes, queue_id queue = 0);
   void free(const device_allocation& allocation);
   void free(std::uint32_t device, address_t address);
+  // The block is also used by work on `queue` of its device (allocator::record_use).
+  void record_use(const device_allocation& allocation, queue_id queue);
 
   // Limits. Per device: the allocator's memory limit. Total: see above. Each
   // setter returns the previous value.

@@ -115,6 +115,10 @@ void device_set::free(std::uint32_t device, address_t address) {
   s.active.fetch_sub(size, std::memory_order_relaxed);
 }
 
+void device_set::record_use(const device_allocation& allocation, queue_id queue) {
+  get_allocator(allocation.device).record_use(allocation.address, queue);
+}
+
 std::size_t device_set::set_memory_limit(std::uint32_t device, std::size_t bytes) {
   return get_allocator(device).set_memory_limit(bytes);
 }

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "memkit/devices.hpp"
@@ -124,6 +126,40 @@ TEST_P(DeviceSetTest, TotalLimitTakesTheOtherDevicesCache) {
   set.free(third);
   set.clear_cache();
   EXPECT_EQ(set.get_total_held_bytes(), 0u);
+}
+
+TEST_P(DeviceSetTest, TotalLimitHoldsUnderConcurrency) {
+  sim_devices sims(3);
+  device_set_options o = make_options();
+  o.allocator.validate = false;  // several threads: validation would serialize them anyway
+  o.total_memory_limit = 96 * kMiB;
+  device_set set(sims.pointers, o);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&set, t] {
+      std::mt19937 random(t + 1);
+      std::vector<device_allocation> held;
+      for (int i = 0; i < 400; ++i) {
+        if (!held.empty() && (random() % 2 || held.size() > 6)) {
+          set.free(held.back());
+          held.pop_back();
+          continue;
+        }
+        const auto device = static_cast<std::uint32_t>(random() % 3);
+        try {
+          held.push_back(set.allocate(device, (1 + random() % 12) * kMiB + random() % 4096));
+        } catch (const out_of_memory&) {
+        }
+      }
+      for (const device_allocation& b : held) set.free(b);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const statistics total = set.get_total_statistics();
+  EXPECT_LE(total.peak_reserved_bytes, 96 * kMiB);
+  EXPECT_EQ(total.active_bytes, 0u);
+  EXPECT_EQ(total.live_blocks, 0u);
+  for (std::uint32_t d = 0; d < 3; ++d) set.get_allocator(d).validate();
 }
 
 TEST_P(DeviceSetTest, TotalPeaksArePeaksOfTheSum) {
