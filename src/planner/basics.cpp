@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memkit/planner.hpp"
+#include "planner/search.hpp"
 
 namespace memkit::planner {
 namespace {
@@ -130,6 +131,13 @@ plan greedy_best_fit(const instance& inst) {
     if (span_a != span_b) return span_a > span_b;
     return a < b;
   });
+  return detail::greedy_in_order(inst, order);
+}
+
+namespace detail {
+
+plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order) {
+  const std::vector<buffer>& buffers = inst.buffers;
   plan result;
   result.offsets.assign(buffers.size(), 0);
   std::vector<std::size_t> placed_by_offset;  // placed buffers, by offset
@@ -159,4 +167,51 @@ plan greedy_best_fit(const instance& inst) {
   return result;
 }
 
+std::vector<std::size_t> peak_first_order(const instance& inst) {
+  // The largest load over each buffer's lifetime, by a sweep over its sections.
+  const std::vector<buffer>& buffers = inst.buffers;
+  std::vector<std::int64_t> points;
+  points.reserve(2 * buffers.size());
+  for (const buffer& b : buffers) {
+    points.push_back(b.lower);
+    points.push_back(b.upper);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  const auto section_of = [&](std::int64_t time) {
+    return static_cast<std::size_t>(std::lower_bound(points.begin(), points.end(), time) -
+                                    points.begin());
+  };
+  std::vector<std::int64_t> live(points.size() + 1, 0);
+  for (const buffer& b : buffers) {
+    live[section_of(b.lower)] += b.size;
+    live[section_of(b.upper)] -= b.size;
+  }
+  for (std::size_t s = 1; s < live.size(); ++s) live[s] += live[s - 1];
+  // Range maxima by a sparse table: level k holds the maximum of 2^k sections.
+  std::vector<std::vector<std::int64_t>> table{live};
+  for (std::size_t width = 1; 2 * width <= live.size(); width *= 2) {
+    const std::vector<std::int64_t>& below = table.back();
+    std::vector<std::int64_t> level(live.size() - 2 * width + 1);
+    for (std::size_t s = 0; s < level.size(); ++s) level[s] = std::max(below[s], below[s + width]);
+    table.push_back(std::move(level));
+  }
+  std::vector<std::int64_t> peak(buffers.size(), 0);
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const std::size_t first = section_of(buffers[i].lower);
+    const std::size_t end = section_of(buffers[i].upper);
+    std::size_t k = 0;
+    while ((std::size_t{2} << k) <= end - first) ++k;
+    peak[i] = std::max(table[k][first], table[k][end - (std::size_t{1} << k)]);
+  }
+  std::vector<std::size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (peak[a] != peak[b]) return peak[a] > peak[b];
+    return buffers[a].size > buffers[b].size;
+  });
+  return order;
+}
+
+}  // namespace detail
 }  // namespace memkit::planner

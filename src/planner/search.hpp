@@ -29,6 +29,12 @@ struct decomposition {
 
 decomposition decompose(const instance& inst);
 
+// Best fit (as greedy_best_fit()) taking the buffers in the given order.
+plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order);
+// Buffers live through the highest load first (they decide the height), then larger
+// first: on long schedules this lands far nearer LOAD than size order alone.
+std::vector<std::size_t> peak_first_order(const instance& inst);
+
 enum class search_status { found, infeasible, stopped };
 
 // Searches one part for plans within a capacity; built once, run for several.

@@ -99,8 +99,13 @@ result solve(const instance& inst, const options& opts) {
     out.height_bytes = candidate_height;
   };
 
+  // On long schedules, best fit taking the buffers live through the highest load first
+  // usually lands far lower than size order.
+  offer(detail::greedy_in_order(inst, detail::peak_first_order(inst)));
+
   planner_state state(inst);
   out.parts = state.part_count();
+
   std::int64_t proven_floor = out.load_bytes;  // no plan is lower than this
   std::int64_t search_floor = out.load_bytes;  // the lowest capacity still worth a try
   bool done = out.height_bytes <= out.load_bytes;
