@@ -1,5 +1,6 @@
 // The cuda backend on its own: facts, segments of each memory kind, streams as
 // queues, pooled events as fences, virtual memory.
+#if MEMKIT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 #include <thread>
@@ -8,7 +9,6 @@
 #include "cuda/cuda_test_support.hpp"
 #include "memkit/errors.hpp"
 
-#if MEMKIT_HAVE_CUDA
 namespace memkit {
 namespace {
 
