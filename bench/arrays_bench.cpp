@@ -77,12 +77,15 @@ BENCHMARK(BM_dispatch_submit)
 // 2 one buffer per tensor; range(1) = largest shared buffer in MiB; range(2) = 1
 // shared buffers grow with the pool (the default), 0 every shared buffer is the
 // largest size (min_buffer_bytes = 0); range(3) = tensor size scale (1: tensors up
-// to 4 MiB, working sets of tens of MiB; 16: up to 64 MiB).
+// to 4 MiB, working sets of tens of MiB; 16: up to 64 MiB); range(4) = 1 the
+// allocator's segments policy (no virtual memory, as on WebGPU), 0 its default.
 void BM_graph_memory(benchmark::State& state) {
   const std::int64_t mode = state.range(0);
   const auto buffer_bytes = static_cast<std::size_t>(state.range(1)) << 20;
   const bool growing = state.range(2) != 0;
   const auto scale = static_cast<std::size_t>(state.range(3));
+  const allocator_options allocator_settings{
+      .policy = state.range(4) != 0 ? pool_policy::segments : pool_policy::automatic};
   const std::size_t graphs = 300;
   memkit::arrays::testing::graph_options shapes;
   for (std::size_t& elements : shapes.shapes) elements *= scale;
@@ -94,7 +97,7 @@ void BM_graph_memory(benchmark::State& state) {
     relocations = copies = copied = buffers_created = dispatches = rule_buffers = 0;
     for (std::uint64_t seed = 1; seed <= graphs; ++seed) {
       sim_backend device;
-      allocator memory(device);
+      allocator memory(device, allocator_settings);
       context_options options{
           .rule = mode == 0 ? aliasing_rule::none : aliasing_rule::webgpu_usage_scope,
           .buffer_bytes = buffer_bytes,
@@ -129,19 +132,23 @@ void BM_graph_memory(benchmark::State& state) {
   state.counters["rule_buffers"] = static_cast<double>(rule_buffers);
 }
 // One buffer per tensor ignores the shared-buffer settings: run it once per scale.
+// The segments policy only with growing buffers.
 void graph_memory_arguments(benchmark::internal::Benchmark* b) {
-  for (std::int64_t scale : {1, 16}) {
-    for (std::int64_t growing : {1, 0}) {
-      for (std::int64_t buffer_mib : {4, 16, 64}) {
-        for (std::int64_t mode : {0, 1}) b->Args({mode, buffer_mib, growing, scale});
+  for (std::int64_t segments : {0, 1}) {
+    for (std::int64_t scale : {1, 16}) {
+      for (std::int64_t growing : {1, 0}) {
+        if (segments && !growing) continue;
+        for (std::int64_t buffer_mib : {4, 16, 64}) {
+          for (std::int64_t mode : {0, 1}) b->Args({mode, buffer_mib, growing, scale, segments});
+        }
       }
+      b->Args({2, 16, 1, scale, segments});
     }
-    b->Args({2, 16, 1, scale});
   }
 }
 BENCHMARK(BM_graph_memory)
     ->Apply(graph_memory_arguments)
-    ->ArgNames({"mode", "buffer_MiB", "growing", "scale"})
+    ->ArgNames({"mode", "buffer_MiB", "growing", "scale", "segments"})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
