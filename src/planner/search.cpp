@@ -294,7 +294,7 @@ void part_search::reset() {
   choices_.clear();
   options_.clear();
   coverage_.assign(section_count_ + 1, 0);
-  section_start_.assign(section_count_, 0);
+  section_start_.assign(section_count_ + 1, 0);
   placed_hash_ = 0;
   transition_keys_.clear();
 }
@@ -542,18 +542,20 @@ bool part_search::check_section_starts() {
       start = level_ + smallest_neighbour_[b];
     }
     if (start + size_[b] > capacity_) return false;
-    if (start == level_) {
-      for (std::uint32_t s = first_section_[b]; s < end_section_[b]; ++s)
-        section_start_[s] += size_[b];
+    if (start == level_) {  // as a difference array: spans can be long
+      section_start_[first_section_[b]] += size_[b];
+      section_start_[end_section_[b]] -= size_[b];
     } else if (start > above_level) {
       elevated_.push_back({start, b});
     }
   }
+  std::int64_t at_level = 0;
   for (std::size_t s = 0; s < section_count_; ++s) {
+    at_level += section_start_[s];
     if (remaining_[s] == 0) continue;
     const std::int64_t base = std::max({floor_[s], lower_bound_[s], level_});
     if (base + remaining_[s] > capacity_) return false;
-    if (above_level + remaining_[s] - section_start_[s] > capacity_) return false;
+    if (above_level + remaining_[s] - at_level > capacity_) return false;
   }
   // The elevated pass costs the spans of most unplaced buffers; on large parts it
   // would make each node as slow as a whole greedy pass, so only the cheap bounds run.

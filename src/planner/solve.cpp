@@ -12,6 +12,9 @@ namespace {
 using detail::clock;
 using detail::search_status;
 
+constexpr double kRepairShare = 0.25;   // of the time limit, at most
+constexpr int kRepairStaleRounds = 16;  // rounds without a lower plan before giving up
+
 // The parts of an instance with their searches, and a way to try one capacity.
 class planner_state {
  public:
@@ -99,9 +102,41 @@ result solve(const instance& inst, const options& opts) {
     out.height_bytes = candidate_height;
   };
 
-  // On long schedules, best fit taking the buffers live through the highest load first
-  // usually lands far lower than size order.
-  offer(detail::greedy_in_order(inst, detail::peak_first_order(inst)));
+  // Best fit again, taking the buffers live through the highest load first (far lower
+  // than size order on long schedules), then repaired: each round moves the buffers
+  // that end above the target (the capacity, or just below the best height so far)
+  // halfway to the front of the order and runs best fit again. The few buffers that
+  // found no gap get first pick next time; on long schedules this reaches LOAD in a
+  // few rounds where the search cannot even start.
+  {
+    std::vector<std::size_t> order = detail::peak_first_order(inst);
+    std::vector<std::size_t> late;
+    const clock::time_point repair_until =
+        start + std::chrono::duration_cast<clock::duration>(
+                    std::chrono::duration<double>(opts.time_limit_seconds * kRepairShare));
+    for (int stale = 0; stale < kRepairStaleRounds && clock::now() < repair_until; ++stale) {
+      const plan candidate = detail::greedy_in_order(inst, order);
+      const std::int64_t before = out.height_bytes;
+      offer(candidate);
+      if (out.height_bytes < before) stale = 0;
+      if (out.height_bytes <= out.load_bytes) break;
+      if (opts.capacity && out.height_bytes <= *opts.capacity) break;
+      const std::int64_t target = opts.capacity && *opts.capacity < out.height_bytes
+                                      ? *opts.capacity
+                                      : out.height_bytes - 1;
+      late.clear();
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        const std::size_t i = order[k];
+        if (candidate.offsets[i] + inst.buffers[i].size > target) late.push_back(k);
+      }
+      // Move from the back so that earlier positions stay put.
+      for (auto it = late.rbegin(); it != late.rend(); ++it) {
+        const std::size_t i = order[*it];
+        order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
+        order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
+      }
+    }
+  }
 
   planner_state state(inst);
   out.parts = state.part_count();
