@@ -10,25 +10,36 @@
 // How solve() works:
 //   1. Greedy best fit by decreasing size (the TFLite / XLA heuristic) gives a valid
 //      plan in O(n^2) at once; every later step only replaces it with a lower one.
-//   2. The instance is split into parts that can be planned alone: a buffer live over
+//   2. Best fit again in "peak-first" order (buffers live through the highest load
+//      first, then larger first), repaired for a few rounds: the buffers that end
+//      above the target are moved halfway to the front of the order and best fit runs
+//      again. On long real schedules this reaches LOAD where the search cannot start.
+//   3. The instance is split into parts that can be planned alone: a buffer live over
 //      the whole time span of its part goes to the bottom (every other buffer there is
 //      wholly above or below it, so swapping it down loses nothing), and the rest is cut
 //      at moments no buffer crosses. Time is compressed to the sections between events.
-//   3. Each part is searched depth first over canonical plans: buffers are placed in
+//   4. Each part is searched depth first over canonical plans: buffers are placed in
 //      order of non-decreasing offset, each at the lowest offset its already-placed
 //      neighbours in time allow (every plan can be pushed down into such a form without
-//      growing). At the current level the search takes the time section with the least
-//      slack and branches on which buffer covers it at that level, or on none.
-//      Pruning: each unplaced buffer has a lowest possible start (the level, or the top
-//      of the placed buffers under it); in every section, for every x, the buffers that
-//      cannot start below x must fit between x and the capacity. States met when the
-//      level rises are hashed, and those whose subtree was exhausted are not searched
-//      again. Identical buffers are tried once.
-//   4. Runs restart after node budgets following the Luby sequence, each with another
-//      candidate order or tie rule: run lengths vary wildly with the order, so many
-//      short runs beat one long one, and the long runs still come to prove a capacity
-//      infeasible.
-//   5. Without a capacity, the search is run for capacities between LOAD and the best
+//      growing). At the current level the search takes a time section (the least
+//      slack, the fewest candidates or the earliest, by restart) and branches on which
+//      buffer covers it at that level, or on none; buffers that fill the open stretch
+//      around the section flush, with their top meeting a neighbouring floor, go first.
+//      Pruning: each unplaced buffer has a lowest possible start (the level, its
+//      resting floor, or the level plus its smallest neighbour's size); in every
+//      section, for every x, the buffers that cannot start below x must fit between x
+//      and the capacity. A buffer that could drop into a gap under the level nothing
+//      fills any more ends the branch (the plan with it down there is no higher).
+//      States met when the level rises are hashed, and those whose subtree was
+//      exhausted are not searched again. Identical buffers are tried once.
+//   5. When the level rises and the unplaced buffers fall into groups that share no
+//      moment, each group is searched alone above the current floors (and remembered
+//      when it fails), so a failure in one does not undo choices made in the others.
+//   6. Runs restart after node budgets following the Luby sequence, each with another
+//      candidate order and section rule: run lengths vary wildly with the order, so
+//      many short runs beat one long one, and the long runs still come to prove a
+//      capacity infeasible.
+//   7. Without a capacity, the search is run for capacities between LOAD and the best
 //      height found (LOAD first, then bisection), each attempt with a share of the time
 //      limit; the lowest valid plan found is kept, and it is optimal when it reaches
 //      LOAD or when every lower capacity was proven infeasible.
