@@ -27,6 +27,7 @@ typedef struct memkit_statistics {
   uint64_t allocations, frees, cache_hits, backend_allocations, backend_frees;
   uint64_t retries, out_of_memory;
   size_t live_blocks, segments;
+  uint64_t maps, unmaps; /* pages mapped and unmapped by the virtual-memory arena */
 } memkit_statistics;
 
 memkit_backend* memkit_cpu_backend_create(void);

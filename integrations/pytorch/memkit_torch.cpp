@@ -93,10 +93,24 @@ device_allocator& get_device_allocator(int device, const char* function) {
 }
 
 void copy_statistics(const memkit::statistics& s, memkit_statistics* out) {
-  *out = {s.active_bytes, s.peak_active_bytes, s.requested_bytes,     s.peak_requested_bytes,
-          s.cached_bytes, s.reserved_bytes,    s.peak_reserved_bytes, s.allocations,
-          s.frees,        s.cache_hits,        s.backend_allocations, s.backend_frees,
-          s.retries,      s.out_of_memory,     s.live_blocks,         s.segments};
+  *out = {s.active_bytes,
+          s.peak_active_bytes,
+          s.requested_bytes,
+          s.peak_requested_bytes,
+          s.cached_bytes,
+          s.reserved_bytes,
+          s.peak_reserved_bytes,
+          s.allocations,
+          s.frees,
+          s.cache_hits,
+          s.backend_allocations,
+          s.backend_frees,
+          s.retries,
+          s.out_of_memory,
+          s.live_blocks,
+          s.segments,
+          s.maps,
+          s.unmaps};
 }
 
 }  // namespace

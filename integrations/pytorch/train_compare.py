@@ -6,7 +6,7 @@ process with the same seed, and prints step time, peak reserved, peak allocated 
 the losses.
 
     python3 train_compare.py --lib build/libmemkit_torch.so [--models resnet50 gpt2]
-                             [--steps 10] [--warmup 3] [--json results.json]
+                             [--steps 10] [--warmup 3] [--repeats 1] [--json results.json]
 
 Peak figures: PyTorch's run reads torch.cuda.max_memory_reserved/allocated; memkit's
 reads memkit's own statistics (a pluggable allocator has no PyTorch statistics):
@@ -16,6 +16,7 @@ import argparse
 import ctypes
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ STAT_FIELDS = [
     "active_bytes", "peak_active_bytes", "requested_bytes", "peak_requested_bytes",
     "cached_bytes", "reserved_bytes", "peak_reserved_bytes", "allocations", "frees",
     "cache_hits", "backend_allocations", "backend_frees", "retries", "out_of_memory",
-    "live_blocks", "segments",
+    "live_blocks", "segments", "maps", "unmaps",
 ]
 
 
@@ -102,6 +103,8 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
     for _ in range(warmup):
         losses.append(step().item())
     torch.cuda.synchronize()
+    uses_memkit = parse_allocator(allocator)[0] == "memkit"
+    before = read_memkit_statistics(lib_path) if uses_memkit else None
     start = time.perf_counter()
     timed = [step() for _ in range(steps)]
     torch.cuda.synchronize()
@@ -110,8 +113,11 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
 
     result = {"model": model_name, "allocator": allocator, "step_ms": step_ms,
               "losses": losses}
-    if parse_allocator(allocator)[0] == "memkit":
+    if uses_memkit:
         stats = read_memkit_statistics(lib_path)
+        # Steady state: the arena's page maps and unmaps per timed step.
+        result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
+        result["unmaps_per_step"] = (stats["unmaps"] - before["unmaps"]) / steps
         result["peak_reserved"] = stats["peak_reserved_bytes"]
         result["peak_allocated"] = stats["peak_requested_bytes"]
         result["memkit"] = stats
@@ -131,6 +137,8 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of each allocator, interleaved; step times compare by median")
     parser.add_argument("--rtol", type=float, default=1e-4,
                         help="relative tolerance for the losses to match")
     parser.add_argument("--json", help="write every result here")
@@ -148,7 +156,8 @@ def main():
     for allocator in args.allocators:
         parse_allocator(allocator)  # a bad name stops the run before any training
     for model in args.models:
-        for allocator in args.allocators:
+        # Repeats interleave the allocators, so a drift in the machine hits all alike.
+        for allocator in [a for _ in range(args.repeats) for a in args.allocators]:
             env = dict(os.environ, **parse_allocator(allocator)[1])
             out = subprocess.run(
                 [sys.executable, __file__, "--lib", lib, "--steps", str(args.steps),
@@ -175,20 +184,28 @@ def main():
             r["model"], r["allocator"], r["step_ms"], r["peak_reserved"], r["peak_allocated"],
             ratio, " ".join("%.6f" % l for l in r["losses"])))
     for model in args.models:
-        runs = {r["allocator"]: r for r in results if r["model"] == model and not r.get("failed")}
+        runs = {}
+        for r in results:
+            if r["model"] == model and not r.get("failed"):
+                runs.setdefault(r["allocator"], []).append(r)
         if "pytorch" not in runs:
             continue
-        base = runs["pytorch"]
-        for name, run in runs.items():
+        base = runs["pytorch"][0]
+        base_ms = statistics.median(r["step_ms"] for r in runs["pytorch"])
+        for name, repeats in runs.items():
             if name == "pytorch":
                 continue
             worst = max(abs(x - y) / max(abs(x), 1e-12)
-                        for x, y in zip(base["losses"], run["losses"]))
+                        for run in repeats for x, y in zip(base["losses"], run["losses"]))
             match = worst <= args.rtol
             ok &= match
-            print("%s %s: step time / pytorch %.4f; losses %s (largest relative difference %.2e)"
-                  % (model, name, run["step_ms"] / base["step_ms"],
-                     "match" if match else "DIFFER", worst))
+            median_ms = statistics.median(r["step_ms"] for r in repeats)
+            print("%s %s: median step time / pytorch's %.4f over %d run(s); losses %s (largest "
+                  "relative difference %.2e); %.1f page maps and %.1f unmaps per timed step"
+                  % (model, name, median_ms / base_ms, len(repeats),
+                     "match" if match else "DIFFER", worst,
+                     statistics.mean(r.get("maps_per_step", 0) for r in repeats),
+                     statistics.mean(r.get("unmaps_per_step", 0) for r in repeats)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
