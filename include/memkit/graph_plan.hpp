@@ -4,11 +4,13 @@
 //
 // A graph is a list of kernels in the order they run; each binds tensors with an
 // access (read, write, read_write). A tensor lives from the first kernel that binds
-// it to the last; tensors the caller holds (graph inputs and outputs) live over the
-// whole graph. Tensors live in the same kernel never share bytes, except one
-// sanctioned in-place pair: an output (bound `write`) may take the bytes of an input
-// (bound `read`) of the same kernel when that input dies there, is not held by the
-// caller and is marked `can_mut` (its handle has one owner), and is no smaller.
+// it to the last; a tensor the caller holds lives to the end of the graph, and from
+// its start when it is an input (its first kernel reads it, or none binds it).
+// Tensors live in the same kernel never share bytes, except sanctioned in-place
+// pairs: an output (bound `write`) may take the bytes of an input (bound `read`) of
+// the same kernel when that input dies there, is not held by the caller, is marked
+// `can_mut` (its handle has one owner) and is no smaller; the output may be one the
+// caller holds. plan_graph() forms such pairs between tensors of equal (aligned) size.
 //
 // With the WebGPU usage-scope rule (memkit/arrays/aliasing.hpp) a written binding may
 // not share a buffer with any other binding of its dispatch, even at another offset.
@@ -33,7 +35,7 @@ namespace memkit::planner {
 
 struct graph_tensor {
   std::int64_t bytes = 0;       // > 0
-  bool held_by_caller = false;  // a graph input or output: live over the whole graph
+  bool held_by_caller = false;  // a graph input or output (see above)
   bool can_mut = false;         // its last reader may write its output in place
 };
 

@@ -20,7 +20,7 @@ std::int64_t round_up(std::int64_t bytes, std::int64_t alignment) {
 }
 
 // Kernels are the clock: a tensor lives over [first, last] (inclusive); one held by
-// the caller over the whole graph.
+// the caller to the end of the graph, and from its start when it is an input.
 struct lifetimes {
   std::vector<std::size_t> first;
   std::vector<std::size_t> last;
@@ -30,6 +30,7 @@ lifetimes calculate_lifetimes(const kernel_graph& graph, const char* function) {
   const std::size_t kernels = graph.kernels.size();
   lifetimes life{std::vector<std::size_t>(graph.tensors.size(), kNoKernel),
                  std::vector<std::size_t>(graph.tensors.size(), 0)};
+  std::vector<char> read_first(graph.tensors.size(), 0);  // its first kernel reads it
   for (std::size_t k = 0; k < kernels; ++k) {
     for (const graph_binding& b : graph.kernels[k].bindings) {
       if (b.tensor >= graph.tensors.size()) {
@@ -38,7 +39,8 @@ lifetimes calculate_lifetimes(const kernel_graph& graph, const char* function) {
                             std::to_string(b.tensor) + " of " +
                             std::to_string(graph.tensors.size()));
       }
-      life.first[b.tensor] = std::min(life.first[b.tensor], k);
+      if (life.first[b.tensor] == kNoKernel) life.first[b.tensor] = k;
+      if (life.first[b.tensor] == k && b.use != arrays::access::write) read_first[b.tensor] = 1;
       life.last[b.tensor] = std::max(life.last[b.tensor], k);
     }
   }
@@ -49,7 +51,9 @@ lifetimes calculate_lifetimes(const kernel_graph& graph, const char* function) {
                           std::to_string(t) + " has " + std::to_string(tensor.bytes) + " bytes");
     }
     if (tensor.held_by_caller) {
-      life.first[t] = 0;
+      // The caller keeps it after the graph; an input (read before anything writes
+      // it) also holds its values from before the first kernel.
+      if (life.first[t] == kNoKernel || read_first[t]) life.first[t] = 0;
       life.last[t] = kernels == 0 ? 0 : kernels - 1;
     } else if (life.first[t] == kNoKernel) {
       throw planner_error(std::string("[memkit::planner::") + function + "] tensor " +
@@ -83,12 +87,13 @@ kernel_use use_in(const graph_kernel& kernel, std::size_t tensor) {
 bool may_share_in_place(const kernel_graph& graph, const lifetimes& life, std::size_t k,
                         std::size_t input, std::size_t output) {
   const graph_tensor& in = graph.tensors[input];
-  const graph_tensor& out = graph.tensors[output];
-  if (input == output || in.held_by_caller || out.held_by_caller || !in.can_mut) return false;
+  // A held output may take the bytes (it then keeps them to the end); a held input not.
+  if (input == output || in.held_by_caller || !in.can_mut) return false;
   if (life.last[input] != k || life.first[output] != k) return false;
   const kernel_use in_use = use_in(graph.kernels[k], input);
   const kernel_use out_use = use_in(graph.kernels[k], output);
-  return in_use.count == 1 && in_use.read && out_use.count == 1 && out_use.write_only;
+  return in_use.count == 1 && in_use.read && out_use.count == 1 && out_use.write_only &&
+         graph.tensors[input].bytes >= graph.tensors[output].bytes;
 }
 
 // Tensors joined by in-place pairs plan as one unit: a chain whose lifetimes follow
@@ -210,8 +215,8 @@ graph_plan plan_graph(const kernel_graph& graph, const graph_plan_options& setti
   const lifetimes life = calculate_lifetimes(graph, "plan_graph");
   graph_plan planned_graph;
 
-  // In-place pairs, kernel by kernel: each output takes the largest input it may, and
-  // each input gives its bytes once.
+  // In-place pairs, kernel by kernel: each output takes the first input of its size
+  // it may, and each input gives its bytes once.
   if (settings.in_place && !settings.webgpu_usage_scope) {
     std::vector<char> given(graph.tensors.size(), 0);
     std::vector<char> taken(graph.tensors.size(), 0);
@@ -223,10 +228,14 @@ graph_plan plan_graph(const kernel_graph& graph, const graph_plan_options& setti
           if (given[in.tensor] || !may_share_in_place(graph, life, k, in.tensor, out.tensor)) {
             continue;
           }
-          if (graph.tensors[in.tensor].bytes < graph.tensors[out.tensor].bytes) continue;
-          if (best == kNoKernel || graph.tensors[in.tensor].bytes < graph.tensors[best].bytes) {
-            best = in.tensor;  // the smallest input that holds the output
+          // Only equal (aligned) sizes: the pair plans as one unit as large as the
+          // input, so a smaller output would keep the input's size for its whole life.
+          if (round_up(graph.tensors[in.tensor].bytes, settings.alignment) !=
+              round_up(graph.tensors[out.tensor].bytes, settings.alignment)) {
+            continue;
           }
+          best = in.tensor;
+          break;
         }
         if (best == kNoKernel) continue;
         given[best] = 1;

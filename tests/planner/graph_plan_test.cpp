@@ -166,13 +166,13 @@ TEST(GraphPlan, PlannedRunsComputeWhatOneAllocationPerTensorComputes) {
 }
 
 TEST(GraphPlan, InPlaceReuseLowersThePeakOfAChain) {
-  // input -> t1 -> t2 -> ... -> t8 -> output, every tensor 1 MiB; the intermediates
-  // may be written over (one owner).
+  // fill -> t0 -> relu -> t1 -> ... -> t9, the output the caller keeps; every tensor
+  // 1 MiB, the intermediates with one owner (they may be written over).
   kernel_graph graph;
   const std::int64_t mib = 1 << 20;
+  for (int i = 0; i < 9; ++i) graph.tensors.push_back(graph_tensor{mib, false, true});
   graph.tensors.push_back(graph_tensor{mib, true, false});
-  for (int i = 0; i < 8; ++i) graph.tensors.push_back(graph_tensor{mib, false, true});
-  graph.tensors.push_back(graph_tensor{mib, true, false});
+  graph.kernels.push_back(graph_kernel{"fill", {graph_binding{0, access::write}}});
   for (std::size_t k = 0; k + 1 < graph.tensors.size(); ++k) {
     graph.kernels.push_back(graph_kernel{
         "relu", {graph_binding{k, access::read}, graph_binding{k + 1, access::write}}});
@@ -182,11 +182,16 @@ TEST(GraphPlan, InPlaceReuseLowersThePeakOfAChain) {
   const graph_plan without = plan_graph(graph, plain);
   const graph_plan with = plan_graph(graph, graph_plan_options{});
   ASSERT_TRUE(validate_graph_plan(graph, with, false).ok);
-  EXPECT_EQ(without.total_bytes(), 4 * mib);  // input, output, two intermediates
-  EXPECT_EQ(with.total_bytes(), 3 * mib);     // the intermediates share one slot
-  EXPECT_EQ(with.in_place.size(), 7u);
-  // A held input is never written over, and no pair forms across a tensor read later.
-  for (const in_place_pair& p : with.in_place) {
+  EXPECT_EQ(without.total_bytes(), 2 * mib);  // each kernel's input and output
+  EXPECT_EQ(with.total_bytes(), 1 * mib);     // the whole chain in one slot
+  EXPECT_EQ(with.in_place.size(), 9u);
+
+  // A tensor the caller holds is never written over: with t0 held, the chain starts
+  // at t1 and t0 keeps its own bytes.
+  graph.tensors[0].held_by_caller = true;
+  const graph_plan held = plan_graph(graph, graph_plan_options{});
+  EXPECT_EQ(held.total_bytes(), 2 * mib);
+  for (const in_place_pair& p : held.in_place) {
     EXPECT_FALSE(graph.tensors[p.input].held_by_caller);
   }
 }
