@@ -136,17 +136,19 @@ unit_set calculate_units(const kernel_graph& graph, const lifetimes& life,
 // Colours for the usage-scope rule: a tensor a kernel writes gets a colour (buffer)
 // that no other tensor of that kernel has. Among the allowed colours, each tensor
 // takes the one whose peak grows least, so the buffers' peaks stay near the load.
-std::vector<std::uint32_t> colour_for_usage_scope(const kernel_graph& graph,
-                                                  const std::vector<buffer>& units) {
+std::vector<std::uint32_t> colour_for_usage_scope(const kernel_graph& graph, const unit_set& set) {
+  const std::vector<buffer>& units = set.units;
   const std::size_t n = units.size();
   std::vector<std::vector<std::size_t>> conflicts(n);
   for (const graph_kernel& kernel : graph.kernels) {
     for (const graph_binding& w : kernel.bindings) {
       if (!arrays::is_writable(w.use)) continue;
+      const std::size_t written = set.unit_of[w.tensor];
       for (const graph_binding& other : kernel.bindings) {
-        if (other.tensor == w.tensor) continue;
-        conflicts[w.tensor].push_back(other.tensor);
-        conflicts[other.tensor].push_back(w.tensor);
+        const std::size_t bound = set.unit_of[other.tensor];
+        if (bound == written) continue;
+        conflicts[written].push_back(bound);
+        conflicts[bound].push_back(written);
       }
     }
   }
@@ -249,7 +251,7 @@ graph_plan plan_graph(const kernel_graph& graph, const graph_plan_options& setti
 
   // One buffer, or one per colour under the usage-scope rule; each planned alone.
   std::vector<std::uint32_t> buffer_of(units.units.size(), 0);
-  if (settings.webgpu_usage_scope) buffer_of = colour_for_usage_scope(graph, units.units);
+  if (settings.webgpu_usage_scope) buffer_of = colour_for_usage_scope(graph, units);
   const std::uint32_t buffers =
       buffer_of.empty() ? 0 : *std::max_element(buffer_of.begin(), buffer_of.end()) + 1;
   std::vector<std::int64_t> unit_offset(units.units.size(), 0);
