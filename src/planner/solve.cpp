@@ -155,7 +155,8 @@ result solve(const instance& inst, const options& opts) {
     done = !opts.minimize_within_capacity || out.height_bytes > *opts.capacity;
   }
 
-  // Minimise: LOAD first (often reachable), then bisect between the lowest capacity
+  // Minimise: LOAD first (often reachable, and quickly when it is: an eighth of the
+  // time), then bisect between the lowest capacity
   // not yet ruled out and the best height found. Each attempt gets a share of the
   // time left, so a capacity the search cannot settle does not take all of it.
   bool first_attempt = true;
@@ -166,7 +167,7 @@ result solve(const instance& inst, const options& opts) {
     if (left <= 0) break;
     const std::int64_t target =
         first_attempt ? search_floor : search_floor + (out.height_bytes - 1 - search_floor) / 2;
-    const double share = first_attempt ? left / 2 : left / 3;
+    const double share = first_attempt ? left / 8 : left / 3;
     first_attempt = false;
     plan candidate;
     const search_status status = state.attempt(
