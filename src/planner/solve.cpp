@@ -155,10 +155,10 @@ result solve(const instance& inst, const options& opts) {
     done = !opts.minimize_within_capacity || out.height_bytes > *opts.capacity;
   }
 
-  // Minimise: LOAD first (often reachable, and quickly when it is: an eighth of the
-  // time), then bisect between the lowest capacity
-  // not yet ruled out and the best height found. Each attempt gets a share of the
-  // time left, so a capacity the search cannot settle does not take all of it.
+  // Minimise: LOAD first (often reachable, and then quickly: it gets an eighth of the
+  // time), then bisect between the lowest capacity not yet ruled out and the best
+  // height found. Each attempt gets a share of the time left, so a capacity the
+  // search cannot settle does not take all of it.
   bool first_attempt = true;
   while (!done) {
     search_floor = std::max(search_floor, proven_floor);
