@@ -596,7 +596,7 @@ bool part_search::branch() {
     }
     // Rules 0-2 take the tightest section and break ties by the fewest candidates
     // (fail first), the earliest, or the most candidates; rule 3 takes the fewest
-    // candidates first, rule 4 the earliest section. Restarts vary it.
+    // candidates first, rule 4 the earliest section, rule 5 the latest. Restarts vary it.
     const bool better_tie = section_tie_rule_ == 0   ? covered < best_coverage
                             : section_tie_rule_ == 2 ? covered > best_coverage
                                                      : false;
@@ -605,6 +605,8 @@ bool part_search::branch() {
       better = covered < best_coverage || (covered == best_coverage && slack < best_slack);
     } else if (section_tie_rule_ == 4) {
       better = best_section == section_count_;
+    } else if (section_tie_rule_ == 5) {
+      better = true;  // the latest
     }
     if (better) {
       best_slack = slack;
@@ -672,7 +674,7 @@ bool part_search::backtrack() {
 
 void part_search::configure_run(std::uint64_t run_index, std::uint64_t& random) {
   // The first runs try each order plainly; later ones also shuffle them a little.
-  static constexpr int kRules[] = {0, 3, 4, 2, 1};
+  static constexpr int kRules[] = {0, 3, 4, 2, 5, 1};
   const std::size_t flavours = orders_.size() * std::size(kRules);
   const std::size_t flavour = run_index % flavours;
   const std::vector<std::uint32_t>& base = orders_[flavour % orders_.size()];
