@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Plans the shared instances with `memkit plan` and prints one line per instance.
-#   bench/planner/run_planner_bench.sh MEMKIT_BINARY [INSTANCE_DIR] [TIME_LIMIT]
+#   bench/planner/run_planner_bench.sh MEMKIT_BINARY [INSTANCE_DIR] [TIME_LIMIT] [TRACE_DIR]
 # INSTANCE_DIR defaults to ../shared/planner (from the repository root). Challenging
-# instances are solved with --capacity 1048576; the somas instances are minimised.
+# instances are solved with --capacity 1048576; the somas instances are minimised, and
+# so are the traces in TRACE_DIR (default ../shared/traces, skipped when absent),
+# converted with --from-trace.
 set -euo pipefail
-memkit=${1:?usage: run_planner_bench.sh MEMKIT_BINARY [INSTANCE_DIR] [TIME_LIMIT]}
+memkit=${1:?usage: run_planner_bench.sh MEMKIT_BINARY [INSTANCE_DIR] [TIME_LIMIT] [TRACE_DIR]}
 dir=${2:-../shared/planner}
 limit=${3:-60}
+traces=${4:-../shared/traces}
 
 summarize() {
   python3 -c '
@@ -31,3 +34,10 @@ for f in "$dir"/somas/*.csv; do
   name=$(basename "$f" .csv)
   "$memkit" plan "$f" --time-limit "$limit" --json 2>/dev/null | summarize "$name"
 done
+if [ -d "$traces" ]; then
+  for f in "$traces"/*.trace.csv.gz; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f" .trace.csv.gz)
+    "$memkit" plan --from-trace "$f" --time-limit "$limit" --json 2>/dev/null | summarize "$name"
+  done
+fi
