@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -173,6 +174,29 @@ TEST(PlannerSearch, SolvesAChallengingInstanceWithinCapacity) {
   const validation check = validate(inst, res.best, 1048576);
   EXPECT_TRUE(check.ok) << check.message;
   EXPECT_GT(res.greedy_height_bytes, 1048576);  // greedy alone does not fit
+}
+
+TEST(PlannerSearch, FitsEveryChallengingInstanceOfTheSharedFolder) {
+  // The whole suite lives beside the repository, not in it.
+  const std::filesystem::path folder =
+      std::filesystem::path(MEMKIT_SOURCE_DIR) / "../shared/planner/minimalloc-challenging";
+  if (!std::filesystem::is_directory(folder)) {
+    GTEST_SKIP() << "no " << folder.string() << " here";
+  }
+  int planned = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".csv") continue;
+    const instance inst = read_instance(entry.path().string());
+    options opts;
+    opts.capacity = 1048576;
+    opts.time_limit_seconds = 60.0;  // a guard only: each takes well under a second
+    const result res = solve(inst, opts);
+    EXPECT_TRUE(res.fits) << entry.path().filename().string() << ": height " << res.height_bytes;
+    const validation check = validate(inst, res.best, 1048576);
+    EXPECT_TRUE(check.ok) << check.message;
+    ++planned;
+  }
+  EXPECT_EQ(planned, 11);
 }
 
 }  // namespace
