@@ -135,8 +135,15 @@ plan greedy_best_fit(const instance& inst) {
 }
 
 namespace detail {
+namespace {
 
-plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order) {
+// Above this many block listings a buffer on average, lifetimes are long and the
+// blocks save nothing.
+constexpr std::size_t kMaxListingsPerBuffer = 8;
+
+// Best fit scanning every placed buffer, kept by offset: the cheapest when lifetimes
+// are long, since then most placed buffers are live at the same time anyway.
+plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& order) {
   const std::vector<buffer>& buffers = inst.buffers;
   plan result;
   result.offsets.assign(buffers.size(), 0);
@@ -163,6 +170,70 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
         placed_by_offset.begin(), placed_by_offset.end(), offset,
         [&](std::int64_t value, std::size_t j) { return value < result.offsets[j]; });
     placed_by_offset.insert(position, i);
+  }
+  return result;
+}
+
+}  // namespace
+
+plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order) {
+  // Each buffer needs the placed buffers live at the same time as it, by offset. Time
+  // is cut into blocks of sections and every placed buffer is listed in the blocks it
+  // touches, so a buffer looks only at those near it in time: on long schedules that
+  // is a small share of all placed buffers.
+  const std::vector<buffer>& buffers = inst.buffers;
+  const std::size_t n = buffers.size();
+  std::vector<std::int64_t> points;
+  points.reserve(2 * n);
+  for (const buffer& b : buffers) points.push_back(b.lower);
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  constexpr std::size_t kBlockSections = 16;
+  const auto block_of = [&](std::int64_t time) {  // block of the last start at or before time
+    const auto at = std::upper_bound(points.begin(), points.end(), time) - points.begin();
+    return static_cast<std::size_t>(at > 0 ? at - 1 : 0) / kBlockSections;
+  };
+  std::size_t listings = 0;
+  for (const buffer& b : buffers) listings += block_of(b.upper - 1) - block_of(b.lower) + 1;
+  if (listings > kMaxListingsPerBuffer * n) return greedy_scanning_all(inst, order);
+  std::vector<std::vector<std::uint32_t>> in_block(points.size() / kBlockSections + 1);
+  std::vector<std::size_t> stamp(n, 0);
+  std::vector<std::uint32_t> near;
+  plan result;
+  result.offsets.assign(n, 0);
+  std::size_t round = 0;
+  for (const std::size_t i : order) {
+    const buffer& b = buffers[i];
+    const std::size_t first_block = block_of(b.lower);
+    const std::size_t last_block = block_of(b.upper - 1);
+    ++round;
+    near.clear();
+    for (std::size_t block = first_block; block <= last_block; ++block) {
+      for (const std::uint32_t j : in_block[block]) {
+        if (stamp[j] == round) continue;
+        stamp[j] = round;
+        const buffer& other = buffers[j];
+        if (other.lower < b.upper && b.lower < other.upper) near.push_back(j);
+      }
+    }
+    std::sort(near.begin(), near.end(), [&](std::uint32_t x, std::uint32_t y) {
+      return result.offsets[x] < result.offsets[y];
+    });
+    std::int64_t reach = 0;  // top of the time-overlapping buffers seen so far
+    std::int64_t best_offset = -1;
+    std::int64_t best_gap = std::numeric_limits<std::int64_t>::max();
+    for (const std::uint32_t j : near) {
+      const std::int64_t gap = result.offsets[j] - reach;
+      if (gap >= b.size && gap < best_gap) {
+        best_gap = gap;
+        best_offset = reach;
+      }
+      reach = std::max(reach, result.offsets[j] + buffers[j].size);
+    }
+    result.offsets[i] = best_offset >= 0 ? best_offset : reach;
+    for (std::size_t block = first_block; block <= last_block; ++block) {
+      in_block[block].push_back(static_cast<std::uint32_t>(i));
+    }
   }
   return result;
 }
