@@ -137,9 +137,11 @@ plan greedy_best_fit(const instance& inst) {
 namespace detail {
 namespace {
 
-// Above this many block listings a buffer on average, lifetimes are long and the
-// blocks save nothing.
-constexpr std::size_t kMaxListingsPerBuffer = 8;
+// The blocks must look at this many times fewer pairs than scanning all to be worth
+// their sorting.
+constexpr double kBlockAdvantage = 4.0;
+// A buffer spanning at least this many blocks goes to the list of long buffers.
+constexpr std::size_t kLongBlocks = 32;
 
 // Best fit scanning every placed buffer, kept by offset: the cheapest when lifetimes
 // are long, since then most placed buffers are live at the same time anyway.
@@ -193,10 +195,33 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
     const auto at = std::upper_bound(points.begin(), points.end(), time) - points.begin();
     return static_cast<std::size_t>(at > 0 ? at - 1 : 0) / kBlockSections;
   };
-  std::size_t listings = 0;
-  for (const buffer& b : buffers) listings += block_of(b.upper - 1) - block_of(b.lower) + 1;
-  if (listings > kMaxListingsPerBuffer * n) return greedy_scanning_all(inst, order);
-  std::vector<std::vector<std::uint32_t>> in_block(points.size() / kBlockSections + 1);
+  // Buffers spanning many blocks are kept in one list every buffer looks through
+  // instead. A buffer listed in a block is looked at by every later buffer listed
+  // there, so the blocks cost about the sum over blocks of their listings squared
+  // (halved), the long list n times its length; scanning all costs n^2 / 2 (and keeps
+  // the placed buffers sorted, which the blocks do not).
+  const std::size_t blocks = points.size() / kBlockSections + 1;
+  const auto is_long = [&](const buffer& b) {
+    return block_of(b.upper - 1) - block_of(b.lower) >= kLongBlocks;
+  };
+  std::vector<double> listed(blocks, 0.0);
+  double long_count = 0;
+  for (const buffer& b : buffers) {
+    if (is_long(b)) {
+      long_count += 1.0;
+      continue;
+    }
+    for (std::size_t block = block_of(b.lower); block <= block_of(b.upper - 1); ++block) {
+      listed[block] += 1.0;
+    }
+  }
+  double block_cost = 2.0 * static_cast<double>(n) * long_count;
+  for (const double count : listed) block_cost += count * count;
+  if (block_cost > static_cast<double>(n) * static_cast<double>(n) / kBlockAdvantage) {
+    return greedy_scanning_all(inst, order);
+  }
+  std::vector<std::vector<std::uint32_t>> in_block(blocks);
+  std::vector<std::uint32_t> long_placed;
   std::vector<std::size_t> stamp(n, 0);
   std::vector<std::uint32_t> near;
   plan result;
@@ -216,6 +241,10 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
         if (other.lower < b.upper && b.lower < other.upper) near.push_back(j);
       }
     }
+    for (const std::uint32_t j : long_placed) {
+      const buffer& other = buffers[j];
+      if (other.lower < b.upper && b.lower < other.upper) near.push_back(j);
+    }
     std::sort(near.begin(), near.end(), [&](std::uint32_t x, std::uint32_t y) {
       return result.offsets[x] < result.offsets[y];
     });
@@ -231,8 +260,12 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
       reach = std::max(reach, result.offsets[j] + buffers[j].size);
     }
     result.offsets[i] = best_offset >= 0 ? best_offset : reach;
-    for (std::size_t block = first_block; block <= last_block; ++block) {
-      in_block[block].push_back(static_cast<std::uint32_t>(i));
+    if (last_block - first_block >= kLongBlocks) {
+      long_placed.push_back(static_cast<std::uint32_t>(i));
+    } else {
+      for (std::size_t block = first_block; block <= last_block; ++block) {
+        in_block[block].push_back(static_cast<std::uint32_t>(i));
+      }
     }
   }
   return result;

@@ -12,7 +12,11 @@ namespace {
 using detail::clock;
 using detail::search_status;
 
-constexpr double kRepairShare = 0.25;   // of the time limit, at most
+// Of the time limit, at most, for the repair of best fit; more on large instances,
+// where each search node costs as much as a pass of best fit.
+constexpr double kRepairShare = 0.25;
+constexpr double kRepairShareLarge = 0.75;
+constexpr std::size_t kLargeInstanceBuffers = 10000;
 constexpr int kRepairStaleRounds = 16;  // rounds without a lower plan before giving up
 
 // The parts of an instance with their searches, and a way to try one capacity.
@@ -112,8 +116,10 @@ result solve(const instance& inst, const options& opts) {
     std::vector<std::size_t> order = detail::peak_first_order(inst);
     std::vector<std::size_t> late;
     const clock::time_point repair_until =
-        start + std::chrono::duration_cast<clock::duration>(
-                    std::chrono::duration<double>(opts.time_limit_seconds * kRepairShare));
+        start +
+        std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(
+            opts.time_limit_seconds *
+            (inst.buffers.size() > kLargeInstanceBuffers ? kRepairShareLarge : kRepairShare)));
     for (int stale = 0; stale < kRepairStaleRounds && clock::now() < repair_until; ++stale) {
       const plan candidate = detail::greedy_in_order(inst, order);
       const std::int64_t before = out.height_bytes;
