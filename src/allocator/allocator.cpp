@@ -226,8 +226,10 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
           backend_full ? std::min(memory_limit, stats.reserved_bytes + reserving) : memory_limit;
       const std::size_t used = stats.reserved_bytes + reserving;
       std::size_t shortfall = 0;
+      bool planned = false;  // the arena chose what to do next
       if (in_arena) {
         if (arena_take(size, queue, limit, request)) {
+          planned = true;
           if (request.pages.empty() && !request.must_wait) {
             *handed = request.b;
             return on_allocated(request.b, bytes, true);
@@ -236,6 +238,11 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
             // Completed fences may free a mapped range: learn them before mapping.
             arena_abandon(request);
             plan = refresh;
+          } else if (request.wait_would_help && !waited) {
+            // Growing past the slack while idle pages only wait for their work:
+            // wait for it once rather than hold more memory.
+            arena_abandon(request);
+            plan = wait;
           } else {
             plan = map_pages;
             in_flight_bytes += request.b->size;  // live in the range, not yet handed out
@@ -251,8 +258,8 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         }
         shortfall = used + segment_size > limit ? used + segment_size - limit : 0;
       }
-      if (in_arena && request.b) {
-        // planned above
+      if (planned) {
+        // above
       } else if (!refreshed && has_unsafe_blocks()) {
         // Polling fences costs far less than new memory: learn what completed first.
         plan = refresh;

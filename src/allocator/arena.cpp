@@ -98,15 +98,20 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   const std::size_t in_use = stats.reserved_bytes + reserving;
   const std::size_t room_pages = growth_room > in_use ? (growth_room - in_use) / g : 0;
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
+  std::size_t waiting = 0;  // idle pages that could move once their work completes
   for (std::uint32_t j = a.pages.get_idle_tail(); j != page_map::kNone && stolen.size() < to_steal;
        j = a.pages.get(j).prev_idle) {
     const page_map::page& p = a.pages.get(j);
     if (j >= first && j <= last) continue;
     // Unmapping is not ordered on any queue: the work that used the page must be
     // complete, even on this very queue.
-    if (p.free_serial <= safe_serial[p.queue]) stolen.push_back(j);
+    if (p.free_serial <= safe_serial[p.queue])
+      stolen.push_back(j);
+    else
+      ++waiting;
   }
   const std::size_t creates = need - stolen.size();
+  r.wait_would_help = creates > room_pages && waiting > 0;
   const std::size_t used = stats.reserved_bytes + reserving;
   if (used + creates * g > limit) {
     r.shortfall = used + creates * g - limit;

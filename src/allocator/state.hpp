@@ -176,6 +176,7 @@ struct allocator::state {
     std::size_t creates = 0;       // physical pages to create
     std::size_t shortfall = 0;     // bytes over the limit, when it failed
     bool must_wait = false;        // another thread is mapping one of its pages
+    bool wait_would_help = false;  // it grows past the slack while idle pages wait on work
   };
   void create_arena();
   void destroy_arena();

@@ -59,8 +59,9 @@ TEST(arena_slack, grows_what_the_slack_allows_and_moves_only_the_rest) {
 }
 
 // Unmapping takes effect at once on the device, not in queue order: an idle page
-// whose last user's work has not completed stays where it is, even when the new
-// request is on that same queue (a kernel still reading it would fault).
+// whose last user's work has not completed must not move, even for a request on
+// that same queue (a kernel still reading it would fault). Past the slack the
+// arena waits for that work rather than hold more memory.
 TEST(arena_pages, an_idle_page_moves_only_once_the_work_that_used_it_completed) {
   sim_options o;
   o.capacity = std::size_t{1} << 30;
@@ -68,15 +69,33 @@ TEST(arena_pages, an_idle_page_moves_only_once_the_work_that_used_it_completed) 
   allocator alloc(device, {.policy = pool_policy::arena, .validate = true, .thread_cache = false});
   const allocation a = alloc.allocate(8 * MiB, 0);
   const allocation b = alloc.allocate(8 * MiB, 0);
-  device.submit(0);  // queued work reads a
+  const std::uint64_t reading_a = device.submit(0);
   alloc.free(a.address);
   const allocation c = alloc.allocate(12 * MiB, 0);
-  EXPECT_EQ(device.get_counters().unmaps, 0u) << "a's pages were unmapped under running work";
-  alloc.free(c.address);
-  device.complete_all();
-  const allocation d = alloc.allocate(12 * MiB, 0);  // now a's pages may move
+  EXPECT_TRUE(device.get_counters().unmaps == 0 || device.get_completed(0) >= reading_a)
+      << "a's pages were unmapped under running work";
+  EXPECT_EQ(device.get_completed(0), reading_a) << "it waited for the work";
+  EXPECT_EQ(alloc.get_statistics().reserved_bytes, 20 * MiB) << "rather than grow past the peak";
   alloc.free(b.address);
-  alloc.free(d.address);
+  alloc.free(c.address);
+}
+
+TEST(arena_pages, with_room_in_the_slack_it_grows_instead_of_waiting) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  allocator alloc(
+      device,
+      {.policy = pool_policy::arena, .validate = true, .thread_cache = false, .arena_slack = 1.0});
+  const allocation a = alloc.allocate(8 * MiB, 0);
+  const allocation b = alloc.allocate(8 * MiB, 0);
+  const std::uint64_t reading_a = device.submit(0);
+  alloc.free(a.address);
+  const allocation c = alloc.allocate(12 * MiB, 0);
+  EXPECT_LT(device.get_completed(0), reading_a) << "no wait: the slack had room";
+  EXPECT_EQ(device.get_counters().unmaps, 0u);
+  alloc.free(b.address);
+  alloc.free(c.address);
 }
 
 }  // namespace
