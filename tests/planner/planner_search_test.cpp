@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <filesystem>
 #include <random>
@@ -65,6 +66,63 @@ TEST(PlannerGreedy, PlansAreValidOnRandomInstances) {
     const validation check = validate(inst, p);
     ASSERT_TRUE(check.ok) << check.message;
     EXPECT_GE(height(inst, p), load(inst));
+  }
+}
+
+// Best fit by decreasing size, scanning every placed buffer: what greedy_best_fit()
+// computes, however it finds the buffers near in time.
+plan reference_best_fit(const instance& inst) {
+  std::vector<std::size_t> order(inst.buffers.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const std::vector<buffer>& b = inst.buffers;
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (b[x].size != b[y].size) return b[x].size > b[y].size;
+    if (b[x].upper - b[x].lower != b[y].upper - b[y].lower) {
+      return b[x].upper - b[x].lower > b[y].upper - b[y].lower;
+    }
+    return x < y;
+  });
+  plan p;
+  p.offsets.assign(b.size(), 0);
+  std::vector<std::size_t> placed;  // by offset
+  for (const std::size_t i : order) {
+    std::int64_t reach = 0;
+    std::int64_t best = -1;
+    std::int64_t best_gap = INT64_MAX;
+    for (const std::size_t j : placed) {
+      if (!overlaps_in_time(b[i], b[j])) continue;
+      const std::int64_t gap = p.offsets[j] - reach;
+      if (gap >= b[i].size && gap < best_gap) {
+        best_gap = gap;
+        best = reach;
+      }
+      reach = std::max(reach, p.offsets[j] + b[j].size);
+    }
+    p.offsets[i] = best >= 0 ? best : reach;
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), p.offsets[i],
+                                   [&](std::int64_t v, std::size_t j) { return v < p.offsets[j]; }),
+                  i);
+  }
+  return p;
+}
+
+TEST(PlannerGreedy, LongSchedulesGetTheSamePlanAsScanningEveryBuffer) {
+  // Short lifetimes over a long time axis, plus a few long-lived buffers: best fit
+  // then looks only at buffers near in time, and must place exactly as before.
+  std::mt19937 rng(41);
+  for (int trial = 0; trial < 5; ++trial) {
+    instance inst;
+    std::uniform_int_distribution<int> start(0, 200000);
+    std::uniform_int_distribution<int> length(1, 60);
+    std::uniform_int_distribution<int> size(1, 50);
+    for (int i = 0; i < 4000; ++i) {
+      const int a = start(rng);
+      const int b = i % 200 == 0 ? a + 100000 : a + length(rng);
+      inst.buffers.push_back(buffer{i, a, b, size(rng) * 8});
+    }
+    const plan p = greedy_best_fit(inst);
+    ASSERT_TRUE(validate(inst, p).ok);
+    EXPECT_EQ(p.offsets, reference_best_fit(inst).offsets) << "trial " << trial;
   }
 }
 
