@@ -351,8 +351,9 @@ void add_replay_command(CLI::App& app) {
       ->capture_default_str();
   command
       ->add_option("--arena-slack", settings->arena_slack,
-                   "reserved the arena may grow to, over peak live, before it reuses idle pages "
-                   "elsewhere (0.02: 2%); fewer remaps for more memory")
+                   "how far reserved may grow over the peak in use before the arena moves idle "
+                   "pages (0.02: 2%, the allocator's default); 0, the default here, seeks the "
+                   "floor")
       ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
   command->add_flag("--min-capacity", settings->min_capacity,

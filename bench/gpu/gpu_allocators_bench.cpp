@@ -55,7 +55,7 @@ class allocator_under_test {
 class memkit_under_test final : public allocator_under_test {
  public:
   memkit_under_test(cudaStream_t stream, memkit::pool_policy policy, const char* name,
-                    double arena_slack = 0.0)
+                    double arena_slack = memkit::allocator_options{}.arena_slack)
       : stream_(stream), policy_(policy), arena_slack_(arena_slack), name_(name) {
     reset();
   }
@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
   allocators.push_back(
       std::make_unique<memkit_under_test>(stream, memkit::pool_policy::automatic, "memkit"));
   allocators.push_back(std::make_unique<memkit_under_test>(stream, memkit::pool_policy::automatic,
-                                                           "memkit-slack2", 0.02));
+                                                           "memkit-floor", 0.0));
   allocators.push_back(std::make_unique<memkit_under_test>(stream, memkit::pool_policy::segments,
                                                            "memkit-segments"));
 #if MEMKIT_BENCH_TORCH

@@ -217,6 +217,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
   bool backend_full = false;
   for (;;) {
     enum { grow, map_pages, release, refresh, wait } plan = grow;
+    bool wait_on_own_queue = false;  // past the arena's slack: wait for this queue only
     released_memory released;
     arena_request request;
     {
@@ -239,10 +240,11 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
             arena_abandon(request);
             plan = refresh;
           } else if (request.wait_would_help && !waited) {
-            // Growing past the slack while idle pages only wait for their work:
-            // wait for it once rather than hold more memory.
+            // Growing past the slack while idle pages only wait for this queue's
+            // earlier work: wait for it once rather than hold more memory.
             arena_abandon(request);
             plan = wait;
+            wait_on_own_queue = true;
           } else {
             plan = map_pages;
             in_flight_bytes += request.b->size;  // live in the range, not yet handed out
@@ -292,7 +294,12 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       continue;
     }
     if (plan == wait) {
-      wait_for_queued_work();
+      // Past the slack, only the requesting queue's own work: never a wait on
+      // another queue's progress.
+      if (wait_on_own_queue)
+        wait_for_queued_work(queue);
+      else
+        wait_for_queued_work();
       waited = true;
       continue;
     }
@@ -417,13 +424,13 @@ void allocator::state::merge_unmerged_locked() {
   if (arena) arena->range.merge_unmerged();
 }
 
-// Waits, with the lock released, for every fence outstanding; returns whether any.
-bool allocator::state::wait_for_queued_work() {
+bool allocator::state::wait_for_queued_work(std::optional<queue_id> only) {
   refresh_fences();
   std::vector<fence> fences;
   {
     std::lock_guard lock(mutex);
     for (queue_id q = 0; q < queues.size(); ++q) {
+      if (only && q != *only) continue;
       if (!queues[q].records.empty()) fences.push_back({q, queues[q].records.back().value});
     }
   }

@@ -98,7 +98,7 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   const std::size_t in_use = stats.reserved_bytes + reserving;
   const std::size_t room_pages = growth_room > in_use ? (growth_room - in_use) / g : 0;
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
-  std::size_t waiting = 0;  // idle pages that could move once their work completes
+  std::size_t waiting = 0;  // idle pages that could move once this queue's work completes
   for (std::uint32_t j = a.pages.get_idle_tail(); j != page_map::kNone && stolen.size() < to_steal;
        j = a.pages.get(j).prev_idle) {
     const page_map::page& p = a.pages.get(j);
@@ -107,7 +107,7 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
     // complete, even on this very queue.
     if (p.free_serial <= safe_serial[p.queue])
       stolen.push_back(j);
-    else
+    else if (p.queue == queue)
       ++waiting;
   }
   const std::size_t creates = need - stolen.size();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -147,7 +148,9 @@ struct allocator::state {
   allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue, block** handed);
   void free_locked(block* b, address_t address);
   void refresh_fences();
-  bool wait_for_queued_work();
+  // Waits, without the lock, for the fences outstanding on `only` (every queue if
+  // none given); returns whether there were any.
+  bool wait_for_queued_work(std::optional<queue_id> only = std::nullopt);
   bool has_unsafe_blocks() const;
   std::size_t calculate_releasable() const;
   // Cached memory to give back: whole idle segments and idle arena pages.
@@ -176,7 +179,7 @@ struct allocator::state {
     std::size_t creates = 0;       // physical pages to create
     std::size_t shortfall = 0;     // bytes over the limit, when it failed
     bool must_wait = false;        // another thread is mapping one of its pages
-    bool wait_would_help = false;  // it grows past the slack while idle pages wait on work
+    bool wait_would_help = false;  // past the slack, while idle pages wait on this queue's work
   };
   void create_arena();
   void destroy_arena();

@@ -25,8 +25,8 @@ struct replay_options {
   std::size_t capacity = std::size_t{1} << 40;     // sim only; also the memory limit
   std::size_t granularity = std::size_t{2} << 20;  // sim only
   pool_policy policy = pool_policy::automatic;     // where large blocks live
-  double arena_slack = 0.0;                        // allocator_options::arena_slack
-  bool validate = false;  // check the allocator's invariants after every operation
+  double arena_slack = 0.0;  // allocator_options::arena_slack; 0 here: replay measures the floor
+  bool validate = false;     // check the allocator's invariants after every operation
   // Called every few thousand events with (events done, events in all).
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
