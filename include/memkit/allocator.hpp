@@ -25,8 +25,10 @@
 //             memory; a page is mapped while a live block touches it:
 //               users(page) == live blocks touching it;  users > 0 => mapped
 //               reserved pages == mapped pages (+ pages in flight)
-//             a page left without users stays mapped (idle, LRU) and is remapped
-//             under a new block only when no new page fits the memory limit.
+//             a page left without users stays mapped (idle, LRU); it moves under
+//             a new block only once its last user's work completed, and only for
+//             the pages that new ones cannot give within
+//               reserved <= (1 + arena_slack) * peak active  (and the limit).
 //   fences    a block freed on queue q is reusable at once on q; on another
 //             queue once a fence recorded on q after the free completes.
 //   thread    each thread parks up to 2 MiB of small freed blocks and serves its
