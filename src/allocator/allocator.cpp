@@ -321,13 +321,23 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         continue;
       }
       const std::size_t g = arena->page_size;
+      const auto first = static_cast<std::uint32_t>(b->offset / g);
+      const auto last = static_cast<std::uint32_t>((b->offset + b->size - 1) / g);
       pages_mapped.wait(lock, [&] {
-        for (std::size_t i = b->offset / g; i <= (b->offset + b->size - 1) / g; ++i) {
-          if (arena->pages.get(static_cast<std::uint32_t>(i)).busy) return false;
+        for (std::uint32_t i = first; i <= last; ++i) {
+          if (arena->pages.get(i).busy) return false;
         }
         return true;
       });
       landed();
+      bool all_mapped = true;
+      for (std::uint32_t i = first; i <= last; ++i) all_mapped &= arena->pages.get(i).physical != 0;
+      if (!all_mapped) {
+        // Another thread's mapping of a page this block shares failed: give the
+        // block back (its own pages stay mapped, idle) and place it again.
+        arena_cancel(request);
+        continue;
+      }
       *handed = b;
       return on_allocated(b, bytes, false);
     }

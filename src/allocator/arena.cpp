@@ -336,7 +336,10 @@ void allocator::state::validate_arena_locked() const {
   for (std::uint32_t i = 0; i < a.pages.get_count(); ++i) {
     const page_map::page& p = a.pages.get(i);
     check(p.users == users[i], "a page's user count differs from the live blocks on it");
-    check(p.users == 0 || p.physical || p.busy, "a live byte is not mapped");
+    // A block in flight may wait on a page whose mapping by another thread just
+    // failed; it finds the page unmapped when it wakes and places itself again.
+    check(p.users == 0 || p.physical || p.busy || in_flight_blocks > 0,
+          "a live byte is not mapped");
     check(p.idle == (p.physical && p.users == 0), "a page's idle mark is wrong");
     if (p.physical) {
       ++mapped;
