@@ -112,9 +112,8 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   }
   const std::size_t creates = need - stolen.size();
   r.wait_would_help = creates > room_pages && waiting > 0;
-  const std::size_t used = stats.reserved_bytes + reserving;
-  if (used + creates * g > limit) {
-    r.shortfall = used + creates * g - limit;
+  if (in_use + creates * g > limit) {
+    r.shortfall = in_use + creates * g - limit;
     b->queue = r.previous_queue;
     a.range.give_back(b, b->free_serial);
     return false;
