@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 
+#include "capi/c_statistics.hpp"
 #include "memkit/allocator.hpp"
 #include "memkit/backends/cuda.hpp"
 #include "memkit/memkit.h"
@@ -92,27 +93,6 @@ device_allocator& get_device_allocator(int device, const char* function) {
   return *d;
 }
 
-void copy_statistics(const memkit::statistics& s, memkit_statistics* out) {
-  *out = {s.active_bytes,
-          s.peak_active_bytes,
-          s.requested_bytes,
-          s.peak_requested_bytes,
-          s.cached_bytes,
-          s.reserved_bytes,
-          s.peak_reserved_bytes,
-          s.allocations,
-          s.frees,
-          s.cache_hits,
-          s.backend_allocations,
-          s.backend_frees,
-          s.retries,
-          s.out_of_memory,
-          s.live_blocks,
-          s.segments,
-          s.maps,
-          s.unmaps};
-}
-
 }  // namespace
 
 // Throws memkit::out_of_memory (a std::runtime_error; PyTorch raises it as a
@@ -141,7 +121,7 @@ MEMKIT_TORCH_API int memkit_torch_get_statistics(int device, memkit_statistics* 
   if (device < 0 || device >= kMaxDevices) return -1;
   device_allocator* d = devices[device].load(std::memory_order_acquire);
   if (!d) return -1;
-  copy_statistics(d->allocator.get_statistics(), out);
+  *out = memkit::capi::to_c_statistics(d->allocator.get_statistics());
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // The C API: exceptions become status codes and a thread-local message.
 #include <string>
 
+#include "capi/c_statistics.hpp"
 #include "memkit/memkit.h"
 #include "memkit/memkit.hpp"
 
@@ -92,25 +93,7 @@ memkit_status memkit_set_wired_limit(memkit_allocator* allocator, size_t bytes, 
 }
 
 void memkit_get_statistics(const memkit_allocator* allocator, memkit_statistics* out) {
-  const memkit::statistics s = allocator->impl.get_statistics();
-  *out = memkit_statistics{s.active_bytes,
-                           s.peak_active_bytes,
-                           s.requested_bytes,
-                           s.peak_requested_bytes,
-                           s.cached_bytes,
-                           s.reserved_bytes,
-                           s.peak_reserved_bytes,
-                           s.allocations,
-                           s.frees,
-                           s.cache_hits,
-                           s.backend_allocations,
-                           s.backend_frees,
-                           s.retries,
-                           s.out_of_memory,
-                           s.live_blocks,
-                           s.segments,
-                           s.maps,
-                           s.unmaps};
+  *out = memkit::capi::to_c_statistics(allocator->impl.get_statistics());
 }
 
 void memkit_reset_peak(memkit_allocator* allocator) { allocator->impl.reset_peak(); }
