@@ -33,6 +33,7 @@ struct replay_settings {
   std::string capacity_text = "1TiB";
   std::string granularity_text = "2MiB";
   double arena_slack = 0.0;
+  std::uint32_t device_lag = 0;
   bool min_capacity = false;
   bool json = false;
   bool validate = false;
@@ -166,6 +167,10 @@ nlohmann::json to_json(const trace::report_section& section, const replay_settin
   out["backend_frees"] = result.backend_frees;
   out["maps"] = result.maps;
   out["unmaps"] = result.unmaps;
+  if (section.options.device_lag > 0) {
+    out["device_lag"] = section.options.device_lag;
+    out["unfinished_waits"] = result.waits;
+  }
   out["ns_per_event"] = result.ns_per_event;
   if (section.options.device == backend_kind::sim) {
     out["simulated_backend_ns"] = result.simulated_backend_ns;
@@ -210,11 +215,15 @@ void print_table(const trace::report_section& section) {
   const char* policy = section.options.policy == pool_policy::segments ? "segments"
                        : section.options.policy == pool_policy::arena  ? "arena"
                                                                        : "automatic";
-  line("device", (section.options.device == backend_kind::sim
-                      ? "sim, capacity " + mib(section.options.capacity) + ", granularity " +
-                            mib(section.options.granularity)
-                      : std::string("cpu (host memory)")) +
-                     ", policy " + policy);
+  line("device",
+       (section.options.device == backend_kind::sim
+            ? "sim, capacity " + mib(section.options.capacity) + ", granularity " +
+                  mib(section.options.granularity) +
+                  (section.options.device_lag > 0
+                       ? ", " + std::to_string(section.options.device_lag) + " events behind"
+                       : std::string())
+            : std::string("cpu (host memory)")) +
+           ", policy " + policy);
   if (!result.completed) {
     line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
     line("", result.failure);
@@ -230,7 +239,10 @@ void print_table(const trace::report_section& section) {
            " frees" +
            (result.maps + result.unmaps > 0 ? ", " + std::to_string(result.maps) + " maps, " +
                                                   std::to_string(result.unmaps) + " unmaps"
-                                            : std::string()));
+                                            : std::string()) +
+           (section.options.device_lag > 0
+                ? ", " + std::to_string(result.waits) + " waits on unfinished work"
+                : std::string()));
   char cost[96];
   std::snprintf(cost, sizeof cost, "%.0f ns/event (%.2f ms for the replay loop)",
                 result.ns_per_event, static_cast<double>(result.loop_ns) / 1e6);
@@ -254,6 +266,10 @@ void run_replay(const replay_settings& settings) {
   options.granularity = parse_size(settings.granularity_text, "--granularity");
   options.validate = settings.validate;
   options.arena_slack = settings.arena_slack;
+  options.device_lag = settings.device_lag;
+  if (settings.device_lag > 0 && options.device != backend_kind::sim) {
+    throw CLI::ValidationError("--device-lag", "needs the simulated device (--backend sim)");
+  }
   options.policy = settings.policy_name == "segments" ? pool_policy::segments
                    : settings.policy_name == "arena"  ? pool_policy::arena
                                                       : pool_policy::automatic;
@@ -355,6 +371,11 @@ void add_replay_command(CLI::App& app) {
                    "pages (0.02: 2%, the allocator's default); 0, the default here, seeks the "
                    "floor")
       ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  command
+      ->add_option("--device-lag", settings->device_lag,
+                   "sim only: the device finishes each event's work this many events after it is "
+                   "issued on its stream, as when the host runs ahead of the GPU (0: at once)")
       ->capture_default_str();
   command->add_flag("--min-capacity", settings->min_capacity,
                     "also find the smallest capacity (1 MiB steps) the trace runs in");

@@ -44,17 +44,23 @@ def read_memkit_statistics(lib_path, device=0):
 
 
 def parse_allocator(spec):
-    """'pytorch', 'memkit' or 'memkit:policy=segments,arena_slack=0.02': (name, env)."""
+    """'pytorch', 'memkit' or 'memkit:policy=segments,arena_slack=0.02,lib=PATH':
+    (name, env, lib path or None). lib compares two builds of memkit in one run."""
     name, _, options = spec.partition(":")
     if name not in ("pytorch", "memkit") or (name == "pytorch" and options):
         raise SystemExit("[train_compare] unknown allocator '%s'" % spec)
     env = {}
+    lib = None
     for item in filter(None, options.split(",")):
         key, _, value = item.partition("=")
-        if key not in ("policy", "arena_slack") or not value:
-            raise SystemExit("[train_compare] '%s': options are policy=P and arena_slack=F" % spec)
-        env["MEMKIT_" + key.upper()] = value
-    return name, env
+        if key not in ("policy", "arena_slack", "lib") or not value:
+            raise SystemExit("[train_compare] '%s': options are policy=P, arena_slack=F and "
+                             "lib=PATH" % spec)
+        if key == "lib":
+            lib = os.path.abspath(value)
+        else:
+            env["MEMKIT_" + key.upper()] = value
+    return name, env, lib
 
 
 def run_one(model_name, allocator, lib_path, steps, warmup, seed):
@@ -118,6 +124,7 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
         # Steady state: the arena's page maps and unmaps per timed step.
         result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
         result["unmaps_per_step"] = (stats["unmaps"] - before["unmaps"]) / steps
+        result["waits_per_step"] = (stats["retries"] - before["retries"]) / steps
         result["peak_reserved"] = stats["peak_reserved_bytes"]
         result["peak_allocated"] = stats["peak_requested_bytes"]
         result["memkit"] = stats
@@ -133,7 +140,7 @@ def main():
     parser.add_argument("--lib", required=True, help="path of libmemkit_torch.so")
     parser.add_argument("--models", nargs="+", default=["resnet50", "gpt2"])
     parser.add_argument("--allocators", nargs="+", default=["pytorch", "memkit"],
-                        help="pytorch, memkit, or memkit:policy=P,arena_slack=F")
+                        help="pytorch, memkit, or memkit:policy=P,arena_slack=F,lib=PATH")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
@@ -158,9 +165,10 @@ def main():
     for model in args.models:
         # Repeats interleave the allocators, so a drift in the machine hits all alike.
         for allocator in [a for _ in range(args.repeats) for a in args.allocators]:
-            env = dict(os.environ, **parse_allocator(allocator)[1])
+            _, allocator_env, allocator_lib = parse_allocator(allocator)
+            env = dict(os.environ, **allocator_env)
             out = subprocess.run(
-                [sys.executable, __file__, "--lib", lib, "--steps", str(args.steps),
+                [sys.executable, __file__, "--lib", allocator_lib or lib, "--steps", str(args.steps),
                  "--warmup", str(args.warmup), "--seed", str(args.seed),
                  "--child", model, allocator],
                 capture_output=True, text=True, env=env)
@@ -201,11 +209,13 @@ def main():
             ok &= match
             median_ms = statistics.median(r["step_ms"] for r in repeats)
             print("%s %s: median step time / pytorch's %.4f over %d run(s); losses %s (largest "
-                  "relative difference %.2e); %.1f page maps and %.1f unmaps per timed step"
+                  "relative difference %.2e); per timed step %.1f page maps, %.1f unmaps, "
+                  "%.2f waits for queued work"
                   % (model, name, median_ms / base_ms, len(repeats),
                      "match" if match else "DIFFER", worst,
                      statistics.mean(r.get("maps_per_step", 0) for r in repeats),
-                     statistics.mean(r.get("unmaps_per_step", 0) for r in repeats)))
+                     statistics.mean(r.get("unmaps_per_step", 0) for r in repeats),
+                     statistics.mean(r.get("waits_per_step", 0) for r in repeats)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -161,16 +161,23 @@ void allocator::free(address_t address) {
     }
   }
   bool over_cache_limit;
+  bool in_arena;
+  queue_id queue;
+  std::uint64_t serial;
   {
     std::lock_guard lock(s.mutex);
     block* b = s.find_live(address);
     if (!b) [[unlikely]] {
       throw invalid_argument("[memkit::free] " + hex(address) + " is not a live block");
     }
+    in_arena = b->owner->virtual_range && !b->used_elsewhere;
+    queue = b->queue;
     s.free_locked(b, address);
+    serial = s.free_serial;
     over_cache_limit = s.stats.cached_bytes > s.cache_limit;
     if (s.validating) s.validate_locked();
   }
+  if (in_arena) s.record_fence(queue, serial);
   if (over_cache_limit) [[unlikely]]
     s.trim_cache();
 }
@@ -217,7 +224,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
   bool backend_full = false;
   for (;;) {
     enum { grow, map_pages, release, refresh, wait } plan = grow;
-    bool wait_on_own_queue = false;  // past the arena's slack: wait for this queue only
+    std::uint64_t wait_serial = 0;  // past the arena's slack: wait for this queue up to here
     released_memory released;
     arena_request request;
     {
@@ -242,9 +249,10 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
           } else if (request.wait_would_help && !waited) {
             // Growing past the slack while idle pages only wait for this queue's
             // earlier work: wait for it once rather than hold more memory.
+            wait_serial = request.wait_serial;
             arena_abandon(request);
             plan = wait;
-            wait_on_own_queue = true;
+            stats.retries++;
           } else {
             plan = map_pages;
             in_flight_bytes += request.b->size;  // live in the range, not yet handed out
@@ -296,8 +304,8 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
     if (plan == wait) {
       // Past the slack, only the requesting queue's own work: never a wait on
       // another queue's progress.
-      if (wait_on_own_queue)
-        wait_for_queued_work(queue);
+      if (wait_serial > 0)
+        wait_for_free_serial(queue, wait_serial);
       else
         wait_for_queued_work();
       waited = true;
@@ -447,6 +455,31 @@ bool allocator::state::wait_for_queued_work(std::optional<queue_id> only) {
   for (const fence& f : fences) device.wait(f);
   refresh_fences();
   return !fences.empty();
+}
+
+void allocator::state::record_fence(queue_id queue, std::uint64_t serial) {
+  const std::uint64_t value = device.get_submitted(queue);  // after the free: covers it
+  std::lock_guard lock(mutex);
+  queue_state& qs = queues[queue];
+  if (serial <= safe_serial[queue]) return;
+  if (!qs.records.empty() && qs.records.back().serial >= serial) return;  // covered already
+  qs.records.push_back({serial, value});
+}
+
+void allocator::state::wait_for_free_serial(queue_id queue, std::uint64_t serial) {
+  refresh_fences();  // records a fence covering every free so far
+  std::optional<fence> oldest;
+  {
+    std::lock_guard lock(mutex);
+    for (const queue_record& record : queues[queue].records) {
+      if (record.serial >= serial) {
+        oldest = fence{queue, record.value};
+        break;
+      }
+    }
+  }
+  if (oldest) device.wait(*oldest);
+  refresh_fences();
 }
 
 void allocator::state::release_deferred_locked() {

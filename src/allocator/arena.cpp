@@ -17,9 +17,68 @@ using placement::page_map;
 constexpr int kMappedCandidates = 16;
 constexpr int kMappedCandidatesWithSlack = 256;
 constexpr std::size_t kNearFit = 8;  // "near": within 1/8 of the request
+// Pages examined, at most, looking for mapped pages inside free ranges.
+constexpr std::size_t kWindowPageScan = 16384;
 
 std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
   return static_cast<std::uint32_t>(offset / page_size);
+}
+
+// With slack, when no free range has mapped pages where a block would be cut from
+// it: the place inside a free range whose pages are most mapped, among the first
+// few ranges (a run of mapped pages that holds the whole block, the smallest such,
+// ends the search). Freed ranges merge, so mapped pages often sit inside a larger
+// free range; each page found mapped there is one map call (or move) saved.
+block* take_most_mapped(vm_arena& a, std::size_t size, queue_id queue, queue_id* previous_queue) {
+  const std::size_t g = a.page_size;
+  const std::uint32_t page_count = a.pages.get_count();
+  if (page_count == 0) return nullptr;
+  auto mapped = [&](std::uint64_t i) {
+    if (i >= page_count) return false;
+    const page_map::page& p = a.pages.get(static_cast<std::uint32_t>(i));
+    return p.physical != 0 && !p.busy;
+  };
+  const block* best = nullptr;
+  std::uint64_t best_start = 0;
+  std::uint64_t best_need = std::numeric_limits<std::uint64_t>::max();  // unmapped pages
+  std::uint64_t best_room = std::numeric_limits<std::uint64_t>::max();  // bytes left in the range
+  std::uint64_t best_pages = 0;                                         // pages under it
+  std::size_t budget = kWindowPageScan;
+  int ranges = 0;
+  a.range.visit_usable(size, queue, [&](const block* range) {
+    if (++ranges > kMappedCandidatesWithSlack) return true;
+    const std::uint64_t end = range->offset + range->size;
+    // Starts: the range's own start, then every page boundary inside it.
+    std::uint64_t start = range->offset;
+    std::uint64_t first = start / g;
+    std::uint64_t last = (start + size - 1) / g;
+    std::uint64_t need = 0;
+    for (std::uint64_t i = first; i <= last; ++i) need += mapped(i) ? 0 : 1;
+    budget -= std::min<std::size_t>(budget, last - first + 1);
+    for (;;) {
+      if (need < best_need || (need == 0 && end - start - size < best_room)) {
+        best = range;
+        best_start = start;
+        best_need = need;
+        best_room = end - start - size;
+        best_pages = last - first + 1;
+      }
+      const std::uint64_t next = (first + 1) * g;
+      // Past the last page ever mapped, windows only get emptier.
+      if (next + size > end || budget == 0 || first >= page_count) break;
+      // Slide to the next page boundary: page `first` leaves, pages up to the new last join.
+      need -= mapped(first) ? 0 : 1;
+      const std::uint64_t new_last = (next + size - 1) / g;
+      for (std::uint64_t i = last + 1; i <= new_last; ++i) need += mapped(i) ? 0 : 1;
+      budget -= std::min<std::size_t>(budget, new_last - last);
+      start = next;
+      first = next / g;
+      last = new_last;
+    }
+    return budget == 0 || best_need == 0;
+  });
+  if (!best || best_need == best_pages) return nullptr;  // nothing mapped: plain best fit
+  return a.range.take_at(best, best_start, size, queue, previous_queue);
 }
 }  // namespace
 
@@ -37,6 +96,10 @@ void allocator::state::create_arena() {
   arena->page_size = g;
   arena->range.add_free_segment(base, bytes);
   arena->range.set_page_size(g);
+  // Pages follow the layout: one that repeats step after step, whenever fences
+  // complete, needs no page moved. Only while one queue uses the arena: another
+  // queue must not find free memory joined to ranges still pending on the first.
+  arena->range.set_merge_by_queue(true);
 }
 
 void allocator::state::destroy_arena() {
@@ -55,6 +118,13 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
                                   arena_request& r) {
   vm_arena& a = *arena;
   const std::size_t g = a.page_size;
+  if (!a.placed_any) {
+    a.placed_any = true;
+    a.sole_queue = queue;
+  } else if (a.only_one_queue && queue != a.sole_queue) {
+    a.only_one_queue = false;
+    a.range.set_merge_by_queue(false);
+  }
   // First choice: a free range whose pages are all mapped already, among the
   // first few that fit; it costs no map call. Otherwise best fit.
   const bool near_only = arena_slack <= 0.0;
@@ -74,6 +144,7 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
         return true;
       },
       &r.previous_queue);
+  if (!b && !near_only) b = take_most_mapped(a, size, queue, &r.previous_queue);
   if (!b) b = a.range.take(size, queue, &r.previous_queue);
   if (!b) {
     r.shortfall = std::numeric_limits<std::size_t>::max();  // no addresses left
@@ -98,7 +169,9 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   const std::size_t in_use = stats.reserved_bytes + reserving;
   const std::size_t room_pages = growth_room > in_use ? (growth_room - in_use) / g : 0;
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
-  std::size_t waiting = 0;  // idle pages that could move once this queue's work completes
+  // Idle pages that could move once this queue's work completes, oldest first; the
+  // serial of the free that makes enough of them movable.
+  std::vector<std::uint64_t> waiting;
   for (std::uint32_t j = a.pages.get_idle_tail(); j != page_map::kNone && stolen.size() < to_steal;
        j = a.pages.get(j).prev_idle) {
     const page_map::page& p = a.pages.get(j);
@@ -108,10 +181,15 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
     if (p.free_serial <= safe_serial[p.queue])
       stolen.push_back(j);
     else if (p.queue == queue)
-      ++waiting;
+      waiting.push_back(p.free_serial);
   }
   const std::size_t creates = need - stolen.size();
-  r.wait_would_help = creates > room_pages && waiting > 0;
+  r.wait_would_help = creates > room_pages && !waiting.empty();
+  if (r.wait_would_help) {
+    const std::size_t wanted = std::min(creates - room_pages, waiting.size());
+    std::nth_element(waiting.begin(), waiting.begin() + (wanted - 1), waiting.end());
+    r.wait_serial = waiting[wanted - 1];
+  }
   if (in_use + creates * g > limit) {
     r.shortfall = in_use + creates * g - limit;
     b->queue = r.previous_queue;
@@ -124,6 +202,7 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   for (std::uint32_t i = first; i <= last; ++i) {
     page_map::page& p = a.pages.at(i);
     const bool needs_page = !p.physical && !p.busy;
+    if (p.users == 0 && p.physical) r.was_idle.push_back({i, p.queue, p.free_serial});
     a.pages.add_user(i);
     if (!needs_page) continue;
     p.busy = true;
@@ -240,6 +319,13 @@ void allocator::state::arena_cancel(arena_request& r) {
   const std::uint64_t serial = b->free_serial;
   a.range.give_back(b, serial);
   for (std::uint32_t i = first; i <= last; ++i) a.pages.remove_user(i, r.previous_queue, serial);
+  for (const arena_request::idle_page& was : r.was_idle) {
+    page_map::page& p = a.pages.at(was.index);
+    if (p.users > 0 || !p.physical) continue;
+    p.queue = was.queue;
+    p.free_serial = was.free_serial;
+  }
+  r.was_idle.clear();
   r.b = nullptr;
 }
 

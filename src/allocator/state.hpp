@@ -71,6 +71,9 @@ struct vm_arena {
   std::size_t page_size = 0;      // the backend's granularity
   std::size_t mapped_pages = 0;   // pages with a physical page mapped now
   std::size_t held_unmapped = 0;  // stolen pages between unmap and map (still reserved)
+  bool placed_any = false;        // a block was ever placed
+  queue_id sole_queue = 0;        // the queue of every block so far, while only_one_queue
+  bool only_one_queue = true;     // then free ranges merge by queue (segment_pool::can_merge)
 };
 
 // One page to map under a new block: where, and which physical page.
@@ -151,6 +154,13 @@ struct allocator::state {
   // Waits, without the lock, for the fences outstanding on `only` (every queue if
   // none given); returns whether there were any.
   bool wait_for_queued_work(std::optional<queue_id> only = std::nullopt);
+  // Without the lock: a fence on `queue` for its frees up to `serial`. Called after
+  // each free of arena memory, so that its pages can move without draining the queue.
+  void record_fence(queue_id queue, std::uint64_t serial);
+  // Waits, without the lock, until blocks freed on `queue` up to `serial` are safe:
+  // on the oldest fence that covers them, so that the work queued after it keeps
+  // the device busy (waiting on the newest would drain the queue).
+  void wait_for_free_serial(queue_id queue, std::uint64_t serial);
   bool has_unsafe_blocks() const;
   std::size_t calculate_releasable() const;
   // Cached memory to give back: whole idle segments and idle arena pages.
@@ -176,10 +186,19 @@ struct allocator::state {
     block* b = nullptr;            // the block placed in the range
     queue_id previous_queue = 0;   // the queue its free range had
     std::vector<page_plan> pages;  // pages to map under it
-    std::size_t creates = 0;       // physical pages to create
-    std::size_t shortfall = 0;     // bytes over the limit, when it failed
-    bool must_wait = false;        // another thread is mapping one of its pages
-    bool wait_would_help = false;  // past the slack, while idle pages wait on this queue's work
+    // Idle pages it touches, as they were: a cancelled request leaves them so (their
+    // last user's fence still guards them).
+    struct idle_page {
+      std::uint32_t index;
+      std::uint32_t queue;
+      std::uint64_t free_serial;
+    };
+    std::vector<idle_page> was_idle;
+    std::size_t creates = 0;        // physical pages to create
+    std::size_t shortfall = 0;      // bytes over the limit, when it failed
+    bool must_wait = false;         // another thread is mapping one of its pages
+    bool wait_would_help = false;   // past the slack, while idle pages wait on this queue's work
+    std::uint64_t wait_serial = 0;  // then: frees on this queue up to here give enough of them
   };
   void create_arena();
   void destroy_arena();

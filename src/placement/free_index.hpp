@@ -84,6 +84,17 @@ class free_index {
     return nullptr;
   }
 
+  // Calls visit(node) on ranges of at least `size` bytes, the request's own bin
+  // first, then the bins above, until it returns true.
+  template <class Visit>
+  void visit_fits(std::uint64_t size, Visit&& visit) const {
+    for (std::uint32_t bin = next_bin(bin_of(size)); bin != kNone; bin = next_bin(bin + 1)) {
+      for (free_node* n = heads_[bin]; n; n = n->next_free) {
+        if (n->size >= size && visit(n)) return;
+      }
+    }
+  }
+
   // The largest indexed range's size (0 when empty).
   std::uint64_t calculate_largest() const {
     if (!level_bits_) return 0;

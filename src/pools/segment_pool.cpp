@@ -20,12 +20,16 @@ segment_pool::~segment_pool() {
 
 block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   index_.remove(b);
+  return carve_out(b, size, queue, place_high(b, size));
+}
+
+block* segment_pool::carve_out(block* b, std::size_t size, queue_id queue, bool high) {
   if (!may_leave_unsplit(b->size, size, small_)) {
     block* rest = blocks_.make();
     rest->owner = b->owner;
     rest->queue = b->queue;
     rest->free_serial = b->free_serial;
-    if (place_high(b, size)) {
+    if (high) {
       placement::split(b, b->size - size, rest);  // b keeps the free low part
       if (b->is_listed()) list_unmerged(rest);
       std::swap(b, rest);
@@ -42,6 +46,25 @@ block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   segment* s = b->owner;
   if (s->live_blocks++ == 0) set_idle(s, false);
   return b;
+}
+
+block* segment_pool::take_at(const block* free_block, std::uint64_t start, std::size_t size,
+                             queue_id queue, queue_id* previous_queue) {
+  auto* b = const_cast<block*>(free_block);
+  if (previous_queue) *previous_queue = b->queue;
+  index_.remove(b);
+  if (start - b->offset >= kQuantum) {
+    // The part below `start` stays free where it is.
+    block* rest = blocks_.make();
+    rest->owner = b->owner;
+    rest->queue = b->queue;
+    rest->free_serial = b->free_serial;
+    placement::split(b, start - b->offset, rest);
+    index_.insert(b);
+    if (b->is_listed()) list_unmerged(rest);
+    b = rest;
+  }
+  return carve_out(b, size, queue, false);
 }
 
 bool segment_pool::place_high(const block* b, std::size_t size) const {
@@ -82,18 +105,23 @@ block* segment_pool::add_segment(address_t base, std::size_t segment_size, std::
 }
 
 bool segment_pool::can_merge(const block* lower, const block* upper) const {
-  // Merge only blocks in the same state: both safe everywhere, or both waiting on
-  // the same queue. A pending block merged into a safe one would make all of it
-  // wait (the whole free tail of an arena, say).
+  // Both safe everywhere: always. A block pending on a queue merges with one pending
+  // on the same queue, and (when merging by queue) with a safe neighbour that queue
+  // used last: that queue may use all of it at once, and the layout then does not
+  // depend on when fences complete. The untouched top of a range stays apart from
+  // pending blocks so that every queue can still use it.
   if (lower->deferred || upper->deferred) return false;
   const bool lower_safe = is_safe(lower);
-  if (lower_safe != is_safe(upper)) return false;
-  return lower_safe || lower->queue == upper->queue;
+  const bool upper_safe = is_safe(upper);
+  if (lower_safe && upper_safe) return true;
+  if (lower->queue != upper->queue) return false;
+  if (lower_safe != upper_safe) return merge_by_queue_ && upper->next_range != nullptr;
+  return true;
 }
 
 block* segment_pool::merge(block* lower, block* upper) {
-  // Both safe: safe for good. Both waiting on one queue: wait for the later free.
-  if (is_safe(lower))
+  // Both safe: safe for good. Otherwise wait for the later free (one queue).
+  if (is_safe(lower) && is_safe(upper))
     lower->free_serial = 0;
   else if (upper->free_serial > lower->free_serial)
     lower->free_serial = upper->free_serial;

@@ -114,6 +114,18 @@ class segment_pool {
     if (previous_queue) *previous_queue = static_cast<block*>(found)->queue;
     return carve(static_cast<block*>(found), size, queue);
   }
+  // Calls visit(block) on free blocks of at least `size` bytes usable on `queue`,
+  // smallest bins first, until it returns true.
+  template <class Visit>
+  void visit_usable(std::size_t size, queue_id queue, Visit&& visit) const {
+    index_.visit_fits(size, [&](const placement::free_node* n) {
+      const auto* b = static_cast<const block*>(n);
+      return (b->queue == queue || is_safe(b)) && visit(b);
+    });
+  }
+  // Carves `size` bytes starting at offset `start` inside free block b for `queue`.
+  block* take_at(const block* b, std::uint64_t start, std::size_t size, queue_id queue,
+                 queue_id* previous_queue);
   // A new segment; returns the block of `size` carved from it for `queue`.
   block* add_segment(address_t base, std::size_t segment_size, std::size_t size, queue_id queue);
   // Returns a live block; it merges with free neighbours its state allows.
@@ -141,12 +153,16 @@ class segment_pool {
   // Pages the pool's memory is mapped in (an arena): placement then favours
   // sharing partly used pages. 0: no pages.
   void set_page_size(std::size_t bytes) { page_size_ = bytes; }
+  // Free blocks of one queue merge whatever their fence state (see can_merge).
+  void set_merge_by_queue(bool on) { merge_by_queue_ = on; }
   // Checks the pool's invariants; throws invariant_violation naming the first broken one.
   void validate(std::size_t* live_bytes, std::size_t* free_bytes, std::size_t* live_blocks,
                 std::size_t* requested_bytes) const;
 
  private:
   block* carve(block* b, std::size_t size, queue_id queue);
+  // carve, for a block already out of the index; `high`: take its high end.
+  block* carve_out(block* b, std::size_t size, queue_id queue, bool high);
   block* add_free(address_t base, std::size_t segment_size, bool virtual_range);
   bool can_merge(const block* lower, const block* upper) const;
   block* merge(block* lower, block* upper);  // both free and out of the index
@@ -156,6 +172,7 @@ class segment_pool {
 
   bool small_;
   std::size_t page_size_ = 0;
+  bool merge_by_queue_ = false;
   const std::uint64_t* safe_serial_;
   placement::free_index index_;
   node_pool<block> blocks_;

@@ -19,6 +19,7 @@ std::string mib(std::size_t bytes) { return std::to_string((bytes + kMiB / 2) / 
 
 struct replay_setup {
   std::unique_ptr<backend> device;
+  sim_backend* sim = nullptr;  // the device when simulated and lagging: events submit work
   std::unique_ptr<allocator> memory;
   std::vector<queue_id> queue_of_stream;
 };
@@ -36,7 +37,10 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
     sim_settings.granularity = options.granularity;
     sim_settings.queue_count =
         std::max<std::uint32_t>(4, static_cast<std::uint32_t>(trace.streams.size()));
-    setup.device = std::make_unique<sim_backend>(sim_settings);
+    sim_settings.auto_complete_after = options.device_lag;
+    auto sim = std::make_unique<sim_backend>(sim_settings);
+    if (options.device_lag > 0) setup.sim = sim.get();
+    setup.device = std::move(sim);
     allocator_settings.memory_limit = options.capacity;
   } else {
     setup.device = std::make_unique<cpu_backend>();
@@ -70,11 +74,13 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
   try {
     for (; index < stop; ++index) {
       const event& e = events[index];
+      const queue_id queue = setup.queue_of_stream[e.stream];
       if (e.kind == action::allocate) {
-        addresses[e.block] = memory.allocate(e.size, setup.queue_of_stream[e.stream]).address;
+        addresses[e.block] = memory.allocate(e.size, queue).address;
       } else {
         memory.free(addresses[e.block]);
       }
+      if (setup.sim) setup.sim->submit(queue);
       after_event(index);
     }
   } catch (const out_of_memory& error) {
@@ -128,6 +134,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   result.unmaps = result.final_statistics.unmaps;
   if (const auto* sim = dynamic_cast<const sim_backend*>(setup.device.get())) {
     result.simulated_backend_ns = sim->get_counters().simulated_ns;
+    result.waits = sim->get_counters().unfinished_waits;
   }
   return result;
 }

@@ -2,8 +2,11 @@
 //
 // Every run builds a fresh backend and allocator, so runs are independent and, on the
 // simulated device, deterministic: the same trace and options give the same layout.
-// Streams become queues 0..n-1 in order of first appearance; the trace has no kernels,
-// so no fence is ever pending and a freed block is reusable on every queue at once.
+// Streams become queues 0..n-1 in order of first appearance. The trace has no kernels:
+// by default no fence is ever pending and a freed block is reusable on every queue at
+// once. With device_lag > 0 (sim only) every event is a kernel on its stream that the
+// simulated device finishes only device_lag events later on that stream, as when a
+// host runs ahead of its GPU: frees are then pending, and waits are counted.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +30,7 @@ struct replay_options {
   pool_policy policy = pool_policy::automatic;     // where large blocks live
   double arena_slack = 0.0;  // allocator_options::arena_slack; 0 here: replay measures the floor
   bool validate = false;     // check the allocator's invariants after every operation
+  std::uint32_t device_lag = 0;  // sim only: events a stream's work finishes after it is issued
   // Called every few thousand events with (events done, events in all).
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
@@ -44,6 +48,7 @@ struct replay_result {
   std::uint64_t backend_frees = 0;
   std::uint64_t maps = 0;                  // pages mapped (arena)
   std::uint64_t unmaps = 0;                // pages unmapped (arena)
+  std::uint64_t waits = 0;                 // sim only: waits on unfinished fences (host stalls)
   std::uint64_t simulated_backend_ns = 0;  // sim only: the device's modelled cost of those calls
   std::uint64_t loop_ns = 0;               // wall time of the replay loop only
   double ns_per_event = 0;

@@ -60,6 +60,7 @@ struct sim_counters {
   std::uint64_t segment_frees = 0;
   std::uint64_t failed_allocs = 0;
   std::uint64_t waits = 0;
+  std::uint64_t unfinished_waits = 0;  // waits on a fence not yet complete: the host stalls
   std::uint64_t fence_queries = 0;
   std::size_t reserved_bytes = 0;
   std::size_t peak_reserved_bytes = 0;

@@ -86,6 +86,7 @@ void sim_backend::wait(fence f) {
   std::unique_lock lock(mutex_);
   counters_.waits++;
   if (completed_[f.queue] >= f.value) return;
+  counters_.unfinished_waits++;
   if (options_.wait_blocks) {
     completed_cv_.wait(lock, [&] { return completed_[f.queue] >= f.value; });
   } else {
