@@ -20,6 +20,18 @@ segment_pool::~segment_pool() {
 
 block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   index_.remove(b);
+  // The top of a range stands apart from a block pending on a queue just below it
+  // (so that other queues still find it free); that queue itself may use both at
+  // once, as if they had merged, and the rest of the top stays as it was.
+  auto* lower = static_cast<block*>(b->prev_range);
+  if (merge_by_queue_ && !b->next_range && lower && !lower->live && lower->indexed &&
+      lower->queue == queue && size > lower->size) {
+    const std::uint64_t top_serial = b->free_serial;
+    index_.remove(lower);
+    block* taken = carve_out(merge(lower, b), size, queue, false);
+    if (auto* rest = static_cast<block*>(taken->next_range)) rest->free_serial = top_serial;
+    return taken;
+  }
   return carve_out(b, size, queue, place_high(b, size));
 }
 
