@@ -161,7 +161,7 @@ void allocator::free(address_t address) {
     }
   }
   bool over_cache_limit;
-  bool in_arena;
+  bool idled_pages;
   queue_id queue;
   std::uint64_t serial;
   {
@@ -170,19 +170,18 @@ void allocator::free(address_t address) {
     if (!b) [[unlikely]] {
       throw invalid_argument("[memkit::free] " + hex(address) + " is not a live block");
     }
-    in_arena = b->owner->virtual_range && !b->used_elsewhere;
     queue = b->queue;
-    s.free_locked(b, address);
+    idled_pages = s.free_locked(b, address);
     serial = s.free_serial;
     over_cache_limit = s.stats.cached_bytes > s.cache_limit;
     if (s.validating) s.validate_locked();
   }
-  if (in_arena) s.record_fence(queue, serial);
+  if (idled_pages) s.record_fence(queue, serial);
   if (over_cache_limit) [[unlikely]]
     s.trim_cache();
 }
 
-void allocator::state::free_locked(block* b, address_t address) {
+bool allocator::state::free_locked(block* b, address_t address) {
   live.erase(address);
   b->stamp.store(0, std::memory_order_release);
   stats.active_bytes -= b->size;
@@ -201,13 +200,11 @@ void allocator::state::free_locked(block* b, address_t address) {
     extra_uses.erase(it);
     b->used_elsewhere = false;
     p.defer(b);
-    return;
+    return false;
   }
-  if (b->owner->virtual_range) {
-    arena_free(b, serial);
-  } else {
-    p.give_back(b, serial);
-  }
+  if (b->owner->virtual_range) return arena_free(b, serial);
+  p.give_back(b, serial);
+  return false;
 }
 
 // ---------------------------------------------------------------------------

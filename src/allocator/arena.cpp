@@ -33,11 +33,7 @@ block* take_most_mapped(vm_arena& a, std::size_t size, queue_id queue, queue_id*
   const std::size_t g = a.page_size;
   const std::uint32_t page_count = a.pages.get_count();
   if (page_count == 0) return nullptr;
-  auto mapped = [&](std::uint64_t i) {
-    if (i >= page_count) return false;
-    const page_map::page& p = a.pages.get(static_cast<std::uint32_t>(i));
-    return p.physical != 0 && !p.busy;
-  };
+  auto mapped = [&](std::uint64_t i) { return a.pages.is_usable(i); };
   const block* best = nullptr;
   std::uint64_t best_start = 0;
   std::uint64_t best_need = std::numeric_limits<std::uint64_t>::max();  // unmapped pages
@@ -52,9 +48,8 @@ block* take_most_mapped(vm_arena& a, std::size_t size, queue_id queue, queue_id*
     std::uint64_t start = range->offset;
     std::uint64_t first = start / g;
     std::uint64_t last = (start + size - 1) / g;
-    std::uint64_t need = 0;
-    for (std::uint64_t i = first; i <= last; ++i) need += mapped(i) ? 0 : 1;
-    budget -= std::min<std::size_t>(budget, last - first + 1);
+    std::uint64_t need = last - first + 1 - a.pages.count_usable(first, last);
+    budget -= std::min<std::size_t>(budget, (last - first) / 64 + 1);
     for (;;) {
       if (need < best_need || (need == 0 && end - start - size < best_room)) {
         best = range;
@@ -205,7 +200,7 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
     if (p.users == 0 && p.physical) r.was_idle.push_back({i, p.queue, p.free_serial});
     a.pages.add_user(i);
     if (!needs_page) continue;
-    p.busy = true;
+    a.pages.set_busy(i, true);
     page_plan plan{i, 0, page_map::kNone};
     if (k < stolen.size()) {
       const std::uint32_t j = stolen[k++];
@@ -213,7 +208,7 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
       plan.physical = victim.physical;
       plan.stolen_from = j;
       a.pages.unlink_idle(j);
-      victim.physical = 0;
+      a.pages.set_physical(j, 0);
       a.mapped_pages--;
       a.held_unmapped++;
     }
@@ -284,9 +279,8 @@ void allocator::state::arena_finish(arena_request& r, bool mapped,
   stats.unmaps += stolen;
   if (mapped) {
     for (const page_plan& p : r.pages) {
-      page_map::page& page = a.pages.at(p.index);
-      page.physical = p.physical;
-      page.busy = false;
+      a.pages.set_physical(p.index, p.physical);
+      a.pages.set_busy(p.index, false);
     }
     a.mapped_pages += r.pages.size();
     stats.maps += r.pages.size();
@@ -300,7 +294,7 @@ void allocator::state::arena_finish(arena_request& r, bool mapped,
     stats.backend_allocations += created;  // made, never used, given back at once
     stats.backend_frees += stolen + created;
     for (const page_plan& p : r.pages) {
-      a.pages.at(p.index).busy = false;
+      a.pages.set_busy(p.index, false);
       if (p.physical) to_release.push_back({p.index, p.physical, page_map::kNone});
     }
     arena_cancel(r);
@@ -333,10 +327,9 @@ void allocator::state::arena_abandon(arena_request& r) {
   vm_arena& a = *arena;
   reserving -= r.creates * a.page_size;
   for (const page_plan& p : r.pages) {
-    a.pages.at(p.index).busy = false;
+    a.pages.set_busy(p.index, false);
     if (p.stolen_from == page_map::kNone) continue;
-    page_map::page& victim = a.pages.at(p.stolen_from);
-    victim.physical = p.physical;
+    a.pages.set_physical(p.stolen_from, p.physical);
     a.pages.link_idle(p.stolen_from);
     a.mapped_pages++;
     a.held_unmapped--;
@@ -344,7 +337,7 @@ void allocator::state::arena_abandon(arena_request& r) {
   arena_cancel(r);
 }
 
-void allocator::state::arena_free(block* b, std::uint64_t serial) {
+bool allocator::state::arena_free(block* b, std::uint64_t serial) {
   vm_arena& a = *arena;
   const std::size_t g = a.page_size;
   const std::uint32_t first = page_of(b->offset, g);
@@ -354,7 +347,9 @@ void allocator::state::arena_free(block* b, std::uint64_t serial) {
     a.range.release_deferred(b);
   else
     a.range.give_back(b, serial);
-  for (std::uint32_t i = first; i <= last; ++i) a.pages.remove_user(i, queue, serial);
+  bool idled = false;
+  for (std::uint32_t i = first; i <= last; ++i) idled |= a.pages.remove_user(i, queue, serial);
+  return idled;
 }
 
 std::size_t allocator::state::calculate_arena_releasable() const {
@@ -380,7 +375,7 @@ void allocator::state::release_idle_pages(std::size_t target_reserved,
     if (p.free_serial <= safe_serial[p.queue]) {
       out.push_back({j, p.physical, j});
       a.pages.unlink_idle(j);
-      p.physical = 0;
+      a.pages.set_physical(j, 0);
       a.mapped_pages--;
       stats.reserved_bytes -= g;
       stats.backend_frees++;
@@ -426,6 +421,8 @@ void allocator::state::validate_arena_locked() const {
     check(p.users == 0 || p.physical || p.busy || in_flight_blocks > 0,
           "a live byte is not mapped");
     check(p.idle == (p.physical && p.users == 0), "a page's idle mark is wrong");
+    check(a.pages.is_usable(i) == (p.physical && !p.busy),
+          "the bitmap of usable pages disagrees with the pages");
     if (p.physical) {
       ++mapped;
       physical.push_back(p.physical);

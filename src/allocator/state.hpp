@@ -149,7 +149,9 @@ struct allocator::state {
   allocation on_allocated(block* b, std::size_t bytes, bool hit);
   // `handed` receives the block, for the thread cache to remember.
   allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue, block** handed);
-  void free_locked(block* b, address_t address);
+  // Whether it left arena pages idle: a fence recorded now lets them move later
+  // without waiting for everything queued after this free.
+  bool free_locked(block* b, address_t address);
   void refresh_fences();
   // Waits, without the lock, for the fences outstanding on `only` (every queue if
   // none given); returns whether there were any.
@@ -216,7 +218,7 @@ struct allocator::state {
   void arena_cancel(arena_request& r);
   // Under the lock: undoes a plan before any backend call was made.
   void arena_abandon(arena_request& r);
-  void arena_free(block* b, std::uint64_t serial);
+  bool arena_free(block* b, std::uint64_t serial);  // whether pages became idle
   std::size_t calculate_arena_releasable() const;
   // Under the lock: takes idle pages out (LRU first) until reserved <= target.
   void release_idle_pages(std::size_t target_reserved, std::vector<page_plan>& out);

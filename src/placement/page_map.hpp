@@ -3,6 +3,7 @@
 // Numbers only: physical pages are ids the caller got from its backend.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -23,9 +24,38 @@ class page_map {
     bool idle = false;  // on the idle list
   };
 
+  // Write physical and busy through set_physical / set_busy: they keep the bitmap.
   page& at(std::uint32_t i) {
-    if (i >= pages_.size()) pages_.resize(i + 1);
+    if (i >= pages_.size()) {
+      pages_.resize(i + 1);
+      usable_.resize(i / 64 + 1);
+    }
     return pages_[i];
+  }
+  void set_physical(std::uint32_t i, std::uint64_t physical) {
+    at(i).physical = physical;
+    update_usable(i);
+  }
+  void set_busy(std::uint32_t i, bool busy) {
+    at(i).busy = busy;
+    update_usable(i);
+  }
+  // Mapped and not being mapped; false past the last page.
+  bool is_usable(std::uint64_t i) const {
+    return i < pages_.size() && (usable_[i / 64] >> (i % 64) & 1);
+  }
+  // Usable pages in [first, last].
+  std::uint64_t count_usable(std::uint64_t first, std::uint64_t last) const {
+    if (first >= pages_.size()) return 0;
+    if (last >= pages_.size()) last = pages_.size() - 1;
+    std::uint64_t count = 0;
+    for (std::uint64_t w = first / 64; w <= last / 64; ++w) {
+      std::uint64_t bits = usable_[w];
+      if (w == first / 64) bits &= ~std::uint64_t{0} << (first % 64);
+      if (w == last / 64 && last % 64 != 63) bits &= (std::uint64_t{1} << (last % 64 + 1)) - 1;
+      count += static_cast<std::uint64_t>(std::popcount(bits));
+    }
+    return count;
   }
   const page& get(std::uint32_t i) const { return pages_[i]; }
   std::uint32_t get_count() const { return static_cast<std::uint32_t>(pages_.size()); }
@@ -38,13 +68,14 @@ class page_map {
   }
 
   // A page left with no users stays mapped, as the most recently idle page.
-  void remove_user(std::uint32_t i, std::uint32_t queue, std::uint64_t serial) {
+  // Returns whether it became idle.
+  bool remove_user(std::uint32_t i, std::uint32_t queue, std::uint64_t serial) {
     page& p = pages_[i];
-    if (--p.users == 0 && p.physical) {
-      p.queue = queue;
-      p.free_serial = serial;
-      link_idle(i);
-    }
+    if (--p.users > 0 || !p.physical) return false;
+    p.queue = queue;
+    p.free_serial = serial;
+    link_idle(i);
+    return true;
   }
 
   void unlink_idle(std::uint32_t i) {
@@ -74,9 +105,18 @@ class page_map {
   }
 
  private:
+  void update_usable(std::uint32_t i) {
+    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+    if (pages_[i].physical != 0 && !pages_[i].busy)
+      usable_[i / 64] |= bit;
+    else
+      usable_[i / 64] &= ~bit;
+  }
+
   std::vector<page> pages_;
-  std::uint32_t idle_head_ = kNone;  // most recently idle
-  std::uint32_t idle_tail_ = kNone;  // least recently idle
+  std::vector<std::uint64_t> usable_;  // bit i: page i is mapped and not busy
+  std::uint32_t idle_head_ = kNone;    // most recently idle
+  std::uint32_t idle_tail_ = kNone;    // least recently idle
   std::uint32_t idle_count_ = 0;
 };
 

@@ -30,6 +30,16 @@ if grep -q "min_capacity_bytes" <<<"$output"; then fail "min_capacity_bytes with
 output=$("$memkit" replay "$fixtures/small.trace.csv") || fail "exit $?"
 grep -q "PyTorch peak reserved" <<<"$output" || fail "table lacks the PyTorch figures"
 
+# A simulated device that runs behind the host: the lag and its waits are reported.
+output=$("$memkit" replay --json --device-lag 3 "$fixtures/small.trace.csv") || fail "exit $?"
+grep -q '"device_lag": 3,' <<<"$output" || fail "device_lag missing"
+grep -q '"unfinished_waits": ' <<<"$output" || fail "unfinished_waits missing"
+output=$("$memkit" replay --json "$fixtures/small.trace.csv") || fail "exit $?"
+if grep -q "unfinished_waits" <<<"$output"; then fail "unfinished_waits without --device-lag"; fi
+output=$("$memkit" replay --backend cpu --device-lag 3 "$fixtures/small.trace.csv" 2>&1) &&
+  fail "--device-lag accepted on the cpu backend"
+grep -q -- "--device-lag" <<<"$output" || fail "the error does not name --device-lag: $output"
+
 # The cpu backend replays with real host memory.
 "$memkit" replay --backend cpu --json "$fixtures/small.trace.csv" >/dev/null || fail "cpu backend"
 [ "$failures" -eq 0 ] && echo "ok"
