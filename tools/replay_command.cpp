@@ -34,6 +34,7 @@ struct replay_settings {
   std::string granularity_text = "2MiB";
   double arena_slack = 0.0;
   std::uint32_t device_lag = 0;
+  std::uint64_t lag_seed = 0;
   bool min_capacity = false;
   bool json = false;
   bool validate = false;
@@ -169,6 +170,7 @@ nlohmann::json to_json(const trace::report_section& section, const replay_settin
   out["unmaps"] = result.unmaps;
   if (section.options.device_lag > 0) {
     out["device_lag"] = section.options.device_lag;
+    if (section.options.lag_seed) out["lag_seed"] = section.options.lag_seed;
     out["unfinished_waits"] = result.waits;
   }
   out["ns_per_event"] = result.ns_per_event;
@@ -215,15 +217,17 @@ void print_table(const trace::report_section& section) {
   const char* policy = section.options.policy == pool_policy::segments ? "segments"
                        : section.options.policy == pool_policy::arena  ? "arena"
                                                                        : "automatic";
-  line("device",
-       (section.options.device == backend_kind::sim
-            ? "sim, capacity " + mib(section.options.capacity) + ", granularity " +
-                  mib(section.options.granularity) +
-                  (section.options.device_lag > 0
-                       ? ", " + std::to_string(section.options.device_lag) + " events behind"
-                       : std::string())
-            : std::string("cpu (host memory)")) +
-           ", policy " + policy);
+  line(
+      "device",
+      (section.options.device == backend_kind::sim
+           ? "sim, capacity " + mib(section.options.capacity) + ", granularity " +
+                 mib(section.options.granularity) +
+                 (section.options.device_lag > 0
+                      ? ", " + std::to_string(section.options.device_lag) +
+                            (section.options.lag_seed ? " events behind at most" : " events behind")
+                      : std::string())
+           : std::string("cpu (host memory)")) +
+          ", policy " + policy);
   if (!result.completed) {
     line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
     line("", result.failure);
@@ -267,6 +271,7 @@ void run_replay(const replay_settings& settings) {
   options.validate = settings.validate;
   options.arena_slack = settings.arena_slack;
   options.device_lag = settings.device_lag;
+  options.lag_seed = settings.lag_seed;
   if (settings.device_lag > 0 && options.device != backend_kind::sim) {
     throw CLI::ValidationError("--device-lag", "needs the simulated device (--backend sim)");
   }
@@ -377,6 +382,9 @@ void add_replay_command(CLI::App& app) {
                    "sim only: the device finishes each event's work this many events after it is "
                    "issued on its stream, as when the host runs ahead of the GPU (0: at once)")
       ->capture_default_str();
+  command->add_option("--lag-seed", settings->lag_seed,
+                      "with --device-lag: draw each event's lag from 0 to the lag with this seed "
+                      "(0: every event lags the same)");
   command->add_flag("--min-capacity", settings->min_capacity,
                     "also find the smallest capacity (1 MiB steps) the trace runs in");
   command->add_flag("--json", settings->json, "print JSON (an array for several traces)");

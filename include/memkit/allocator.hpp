@@ -16,7 +16,10 @@
 //               free:  in exactly one bin of its pool's free index, by size; two
 //                      free neighbours are merged when both are safe on every
 //                      queue or both wait on the same queue (else listed, and
-//                      merged once their fences complete)
+//                      merged once their fences complete); in the arena, while
+//                      one queue uses it, also a pending block and a safe one
+//                      that queue used, so the layout does not depend on when
+//                      fences complete (the range's untouched top stays apart)
 //   pools     small (requests <= 1 MiB, 2 MiB segments) and large (> 1 MiB), each a
 //             segregated-fit free index (placement/free_index.hpp): best fit in
 //             the request's bin, first fit above it.
@@ -29,6 +32,10 @@
 //             a new block only once its last user's work completed, and only for
 //             the pages that new ones cannot give within
 //               reserved <= (1 + arena_slack) * peak active  (and the limit).
+//             With slack, a block goes where its pages are most mapped, also
+//             inside a larger free range; past the slack it waits for the
+//             oldest fence that frees enough idle pages (one is recorded after
+//             each free that leaves pages idle), never for the whole queue.
 //   fences    a block freed on queue q is reusable at once on q; on another
 //             queue once a fence recorded on q after the free completes.
 //   thread    each thread parks up to 2 MiB of small freed blocks and serves its

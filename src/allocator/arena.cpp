@@ -19,6 +19,11 @@ constexpr int kMappedCandidatesWithSlack = 256;
 constexpr std::size_t kNearFit = 8;  // "near": within 1/8 of the request
 // Pages examined, at most, looking for mapped pages inside free ranges.
 constexpr std::size_t kWindowPageScan = 16384;
+// Frees that record a fence after pages moved or a request waited for them: while
+// pages move, a wait for some of them need not wait for all the work queued since.
+constexpr std::uint32_t kFencesAfterMoves = 4096;
+// Fences recorded that way and not yet known complete, at most, per queue.
+constexpr std::size_t kMaxRecords = 256;
 
 std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
   return static_cast<std::uint32_t>(offset / page_size);
@@ -180,6 +185,7 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   }
   const std::size_t creates = need - stolen.size();
   r.wait_would_help = creates > room_pages && !waiting.empty();
+  if (!stolen.empty() || r.wait_would_help) a.fences_wanted = kFencesAfterMoves;
   if (r.wait_would_help) {
     const std::size_t wanted = std::min(creates - room_pages, waiting.size());
     std::nth_element(waiting.begin(), waiting.begin() + (wanted - 1), waiting.end());
@@ -197,7 +203,9 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
   for (std::uint32_t i = first; i <= last; ++i) {
     page_map::page& p = a.pages.at(i);
     const bool needs_page = !p.physical && !p.busy;
-    if (p.users == 0 && p.physical) r.was_idle.push_back({i, p.queue, p.free_serial});
+    // Only a request that maps or waits can be cancelled.
+    if ((need > 0 || r.must_wait) && p.users == 0 && p.physical)
+      r.was_idle.push_back({i, p.queue, p.free_serial});
     a.pages.add_user(i);
     if (!needs_page) continue;
     a.pages.set_busy(i, true);
@@ -349,7 +357,9 @@ bool allocator::state::arena_free(block* b, std::uint64_t serial) {
     a.range.give_back(b, serial);
   bool idled = false;
   for (std::uint32_t i = first; i <= last; ++i) idled |= a.pages.remove_user(i, queue, serial);
-  return idled;
+  if (!idled || a.fences_wanted == 0 || queues[queue].records.size() >= kMaxRecords) return false;
+  a.fences_wanted--;
+  return true;
 }
 
 std::size_t allocator::state::calculate_arena_releasable() const {

@@ -64,16 +64,18 @@ struct released_segment {
 //   users(page) == live blocks touching the page;  users > 0 => mapped or busy
 struct vm_arena {
   vm_arena(const std::uint64_t* safe_serial) : range(false, safe_serial) {}
-  segment_pool range;             // placement of blocks in the address range
-  placement::page_map pages;      // one entry per granule of the range
-  address_t base = 0;             // start of the reserved range
-  std::size_t size = 0;           // bytes of the range
-  std::size_t page_size = 0;      // the backend's granularity
-  std::size_t mapped_pages = 0;   // pages with a physical page mapped now
-  std::size_t held_unmapped = 0;  // stolen pages between unmap and map (still reserved)
-  bool placed_any = false;        // a block was ever placed
-  queue_id sole_queue = 0;        // the queue of every block so far, while only_one_queue
-  bool only_one_queue = true;     // then free ranges merge by queue (segment_pool::can_merge)
+  segment_pool range;                  // placement of blocks in the address range
+  placement::page_map pages;           // one entry per granule of the range
+  address_t base = 0;                  // start of the reserved range
+  std::size_t size = 0;                // bytes of the range
+  std::size_t page_size = 0;           // the backend's granularity
+  std::size_t mapped_pages = 0;        // pages with a physical page mapped now
+  std::size_t held_unmapped = 0;       // stolen pages between unmap and map (still reserved)
+  std::uint32_t fences_wanted = 4096;  // frees that leave pages idle and record a fence,
+                                       // left (reset while pages move or requests wait)
+  bool placed_any = false;             // a block was ever placed
+  queue_id sole_queue = 0;             // the queue of every block so far, while only_one_queue
+  bool only_one_queue = true;          // then free ranges merge by queue (segment_pool::can_merge)
 };
 
 // One page to map under a new block: where, and which physical page.
@@ -149,8 +151,8 @@ struct allocator::state {
   allocation on_allocated(block* b, std::size_t bytes, bool hit);
   // `handed` receives the block, for the thread cache to remember.
   allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue, block** handed);
-  // Whether it left arena pages idle: a fence recorded now lets them move later
-  // without waiting for everything queued after this free.
+  // Whether to record a fence now (see arena_free): the pages it left idle can
+  // then move without waiting for everything queued after this free.
   bool free_locked(block* b, address_t address);
   void refresh_fences();
   // Waits, without the lock, for the fences outstanding on `only` (every queue if
@@ -218,7 +220,8 @@ struct allocator::state {
   void arena_cancel(arena_request& r);
   // Under the lock: undoes a plan before any backend call was made.
   void arena_abandon(arena_request& r);
-  bool arena_free(block* b, std::uint64_t serial);  // whether pages became idle
+  // Whether a fence should be recorded for it: it left pages idle while pages move.
+  bool arena_free(block* b, std::uint64_t serial);
   std::size_t calculate_arena_releasable() const;
   // Under the lock: takes idle pages out (LRU first) until reserved <= target.
   void release_idle_pages(std::size_t target_reserved, std::vector<page_plan>& out);

@@ -26,10 +26,8 @@ class page_map {
 
   // Write physical and busy through set_physical / set_busy: they keep the bitmap.
   page& at(std::uint32_t i) {
-    if (i >= pages_.size()) {
-      pages_.resize(i + 1);
-      usable_.resize(i / 64 + 1);
-    }
+    if (i >= pages_.size()) [[unlikely]]
+      grow(i);
     return pages_[i];
   }
   void set_physical(std::uint32_t i, std::uint64_t physical) {
@@ -105,6 +103,11 @@ class page_map {
   }
 
  private:
+  [[gnu::noinline]] void grow(std::uint32_t i) {
+    pages_.resize(i + 1);
+    usable_.resize(i / 64 + 1);
+  }
+
   void update_usable(std::uint32_t i) {
     const std::uint64_t bit = std::uint64_t{1} << (i % 64);
     if (pages_[i].physical != 0 && !pages_[i].busy)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "memkit/backends/cpu.hpp"
@@ -20,6 +21,8 @@ std::string mib(std::size_t bytes) { return std::to_string((bytes + kMiB / 2) / 
 struct replay_setup {
   std::unique_ptr<backend> device;
   sim_backend* sim = nullptr;  // the device when simulated and lagging: events submit work
+  std::uint32_t lag = 0;       // with a seed: the largest lag drawn
+  std::mt19937_64 lags;        // draws each event's lag when seeded
   std::unique_ptr<allocator> memory;
   std::vector<queue_id> queue_of_stream;
 };
@@ -37,9 +40,13 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
     sim_settings.granularity = options.granularity;
     sim_settings.queue_count =
         std::max<std::uint32_t>(4, static_cast<std::uint32_t>(trace.streams.size()));
-    sim_settings.auto_complete_after = options.device_lag;
+    sim_settings.auto_complete_after = options.lag_seed ? 0 : options.device_lag;
     auto sim = std::make_unique<sim_backend>(sim_settings);
     if (options.device_lag > 0) setup.sim = sim.get();
+    if (options.lag_seed) {
+      setup.lag = options.device_lag;
+      setup.lags.seed(options.lag_seed);
+    }
     setup.device = std::move(sim);
     allocator_settings.memory_limit = options.capacity;
   } else {
@@ -80,7 +87,13 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
       } else {
         memory.free(addresses[e.block]);
       }
-      if (setup.sim) setup.sim->submit(queue);
+      if (setup.sim) {
+        const std::uint64_t work = setup.sim->submit(queue);
+        if (setup.lag > 0) {
+          const std::uint64_t lag = setup.lags() % (std::uint64_t{setup.lag} + 1);
+          if (work > lag) setup.sim->complete(queue, work - lag);
+        }
+      }
       after_event(index);
     }
   } catch (const out_of_memory& error) {

@@ -31,6 +31,8 @@ struct replay_options {
   double arena_slack = 0.0;  // allocator_options::arena_slack; 0 here: replay measures the floor
   bool validate = false;     // check the allocator's invariants after every operation
   std::uint32_t device_lag = 0;  // sim only: events a stream's work finishes after it is issued
+  std::uint64_t lag_seed = 0;    // with device_lag: 0 fixed; else each event's lag is drawn
+                                 // from [0, device_lag] with this seed
   // Called every few thousand events with (events done, events in all).
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };

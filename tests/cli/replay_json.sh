@@ -34,6 +34,9 @@ grep -q "PyTorch peak reserved" <<<"$output" || fail "table lacks the PyTorch fi
 output=$("$memkit" replay --json --device-lag 3 "$fixtures/small.trace.csv") || fail "exit $?"
 grep -q '"device_lag": 3,' <<<"$output" || fail "device_lag missing"
 grep -q '"unfinished_waits": ' <<<"$output" || fail "unfinished_waits missing"
+output=$("$memkit" replay --json --device-lag 3 --lag-seed 7 "$fixtures/small.trace.csv") ||
+  fail "exit $?"
+grep -q '"lag_seed": 7,' <<<"$output" || fail "lag_seed missing"
 output=$("$memkit" replay --json "$fixtures/small.trace.csv") || fail "exit $?"
 if grep -q "unfinished_waits" <<<"$output"; then fail "unfinished_waits without --device-lag"; fi
 output=$("$memkit" replay --backend cpu --device-lag 3 "$fixtures/small.trace.csv" 2>&1) &&
