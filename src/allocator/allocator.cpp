@@ -454,13 +454,22 @@ bool allocator::state::wait_for_queued_work(std::optional<queue_id> only) {
   return !fences.empty();
 }
 
+namespace {
+constexpr std::size_t kMaxRecords = 1024;  // fences recorded after frees, outstanding per queue
+}  // namespace
+
 void allocator::state::record_fence(queue_id queue, std::uint64_t serial) {
   const std::uint64_t value = device.get_submitted(queue);  // after the free: covers it
   std::lock_guard lock(mutex);
   queue_state& qs = queues[queue];
   if (serial <= safe_serial[queue]) return;
   if (!qs.records.empty() && qs.records.back().serial >= serial) return;  // covered already
-  qs.records.push_back({serial, value});
+  // Bounded: past kMaxRecords outstanding, the newest stands for the frees before it
+  // too (a later fence covers them; waits for them get coarser, never wrong).
+  if (qs.records.size() >= kMaxRecords)
+    qs.records.back() = {serial, value};
+  else
+    qs.records.push_back({serial, value});
 }
 
 void allocator::state::wait_for_free_serial(queue_id queue, std::uint64_t serial) {

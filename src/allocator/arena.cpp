@@ -17,13 +17,11 @@ using placement::page_map;
 constexpr int kMappedCandidates = 16;
 constexpr int kMappedCandidatesWithSlack = 256;
 constexpr std::size_t kNearFit = 8;  // "near": within 1/8 of the request
-// Pages examined, at most, looking for mapped pages inside free ranges.
-constexpr std::size_t kWindowPageScan = 16384;
+// Work, at most, looking for mapped pages inside free ranges (bitmap words read).
+constexpr std::size_t kWindowPageScan = 4096;
 // Frees that record a fence after pages moved or a request waited for them: while
 // pages move, a wait for some of them need not wait for all the work queued since.
 constexpr std::uint32_t kFencesAfterMoves = 4096;
-// Fences recorded that way and not yet known complete, at most, per queue.
-constexpr std::size_t kMaxRecords = 256;
 
 std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
   return static_cast<std::uint32_t>(offset / page_size);
@@ -31,50 +29,47 @@ std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
 
 // With slack, when no free range has mapped pages where a block would be cut from
 // it: the place inside a free range whose pages are most mapped, among the first
-// few ranges (a run of mapped pages that holds the whole block, the smallest such,
-// ends the search). Freed ranges merge, so mapped pages often sit inside a larger
-// free range; each page found mapped there is one map call (or move) saved.
+// few ranges (a place with all pages mapped ends the search). Freed ranges merge,
+// so mapped pages often sit inside a larger free range; each page found mapped
+// there is one map call (or move) saved. Within a range the best place starts at
+// the range's start, where a run of mapped pages starts, or ends at the range's
+// end: sliding any other place towards one of those never unmaps a page under it.
 block* take_most_mapped(vm_arena& a, std::size_t size, queue_id queue, queue_id* previous_queue) {
   const std::size_t g = a.page_size;
-  const std::uint32_t page_count = a.pages.get_count();
-  if (page_count == 0) return nullptr;
-  auto mapped = [&](std::uint64_t i) { return a.pages.is_usable(i); };
+  if (a.pages.get_count() == 0) return nullptr;
   const block* best = nullptr;
   std::uint64_t best_start = 0;
   std::uint64_t best_need = std::numeric_limits<std::uint64_t>::max();  // unmapped pages
-  std::uint64_t best_room = std::numeric_limits<std::uint64_t>::max();  // bytes left in the range
   std::uint64_t best_pages = 0;                                         // pages under it
-  std::size_t budget = kWindowPageScan;
+  std::size_t budget = kWindowPageScan;  // bitmap words and run starts examined
   int ranges = 0;
   a.range.visit_usable(size, queue, [&](const block* range) {
     if (++ranges > kMappedCandidatesWithSlack) return true;
-    const std::uint64_t end = range->offset + range->size;
-    // Starts: the range's own start, then every page boundary inside it.
-    std::uint64_t start = range->offset;
-    std::uint64_t first = start / g;
-    std::uint64_t last = (start + size - 1) / g;
-    std::uint64_t need = last - first + 1 - a.pages.count_usable(first, last);
-    budget -= std::min<std::size_t>(budget, (last - first) / 64 + 1);
-    for (;;) {
-      if (need < best_need || (need == 0 && end - start - size < best_room)) {
+    auto consider = [&](std::uint64_t start) {
+      const std::uint64_t first = start / g;
+      const std::uint64_t last = (start + size - 1) / g;
+      const std::uint64_t need = last - first + 1 - a.pages.count_usable(first, last);
+      budget -= std::min<std::size_t>(budget, (last - first) / 64 + 1);
+      if (need < best_need) {
         best = range;
         best_start = start;
         best_need = need;
-        best_room = end - start - size;
         best_pages = last - first + 1;
       }
-      const std::uint64_t next = (first + 1) * g;
-      // Past the last page ever mapped, windows only get emptier.
-      if (next + size > end || budget == 0 || first >= page_count) break;
-      // Slide to the next page boundary: page `first` leaves, pages up to the new last join.
-      need -= mapped(first) ? 0 : 1;
-      const std::uint64_t new_last = (next + size - 1) / g;
-      for (std::uint64_t i = last + 1; i <= new_last; ++i) need += mapped(i) ? 0 : 1;
-      budget -= std::min<std::size_t>(budget, new_last - last);
-      start = next;
-      first = next / g;
-      last = new_last;
+    };
+    const std::uint64_t latest = range->offset + range->size - size;  // the highest start
+    consider(range->offset);
+    const std::uint64_t last_start_page = std::min<std::uint64_t>(latest / g, a.pages.get_count());
+    for (std::uint64_t page = range->offset / g + 1;
+         page <= last_start_page && best_need > 0 && budget > 0; ++page) {
+      const std::uint64_t found = a.pages.find_run_start(page, last_start_page);
+      const std::uint64_t scanned = (found == page_map::kNoPage ? last_start_page : found) - page;
+      budget -= std::min<std::size_t>(budget, scanned / 64 + 1);
+      if (found == page_map::kNoPage) break;
+      page = found;
+      consider(page * g);
     }
+    if (best_need > 0 && latest > range->offset) consider(latest);
     return budget == 0 || best_need == 0;
   });
   if (!best || best_need == best_pages) return nullptr;  // nothing mapped: plain best fit
@@ -357,7 +352,7 @@ bool allocator::state::arena_free(block* b, std::uint64_t serial) {
     a.range.give_back(b, serial);
   bool idled = false;
   for (std::uint32_t i = first; i <= last; ++i) idled |= a.pages.remove_user(i, queue, serial);
-  if (!idled || a.fences_wanted == 0 || queues[queue].records.size() >= kMaxRecords) return false;
+  if (!idled || a.fences_wanted == 0) return false;
   a.fences_wanted--;
   return true;
 }

@@ -42,6 +42,24 @@ class page_map {
   bool is_usable(std::uint64_t i) const {
     return i < pages_.size() && (usable_[i / 64] >> (i % 64) & 1);
   }
+  // The first page in [from, to] that starts a run of usable pages (usable, the page
+  // below not); kNoPage if none.
+  static constexpr std::uint64_t kNoPage = ~std::uint64_t{0};
+  std::uint64_t find_run_start(std::uint64_t from, std::uint64_t to) const {
+    if (pages_.empty() || from >= pages_.size()) return kNoPage;
+    if (to >= pages_.size()) to = pages_.size() - 1;
+    for (std::uint64_t w = from / 64; w <= to / 64; ++w) {
+      const std::uint64_t bits = usable_[w];
+      const std::uint64_t below = bits << 1 | (w > 0 ? usable_[w - 1] >> 63 : 0);
+      std::uint64_t starts = bits & ~below;
+      if (w == from / 64) starts &= ~std::uint64_t{0} << (from % 64);
+      if (starts) {
+        const std::uint64_t first = w * 64 + static_cast<std::uint64_t>(std::countr_zero(starts));
+        return first <= to ? first : kNoPage;
+      }
+    }
+    return kNoPage;
+  }
   // Usable pages in [first, last].
   std::uint64_t count_usable(std::uint64_t first, std::uint64_t last) const {
     if (first >= pages_.size()) return 0;
