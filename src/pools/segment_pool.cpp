@@ -35,19 +35,24 @@ block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   return carve_out(b, size, queue, place_high(b, size));
 }
 
+block* segment_pool::split_off(block* b, std::uint64_t head) {
+  block* rest = blocks_.make();
+  rest->owner = b->owner;
+  rest->queue = b->queue;
+  rest->free_serial = b->free_serial;
+  placement::split(b, head, rest);
+  return rest;
+}
+
 block* segment_pool::carve_out(block* b, std::size_t size, queue_id queue, bool high) {
   if (!may_leave_unsplit(b->size, size, small_)) {
-    block* rest = blocks_.make();
-    rest->owner = b->owner;
-    rest->queue = b->queue;
-    rest->free_serial = b->free_serial;
     if (high) {
-      placement::split(b, b->size - size, rest);  // b keeps the free low part
+      block* rest = split_off(b, b->size - size);  // b keeps the free low part
       if (b->is_listed()) list_unmerged(rest);
       std::swap(b, rest);
       index_.insert(rest);
     } else {
-      placement::split(b, size, rest);
+      block* rest = split_off(b, size);
       index_.insert(rest);
       auto* upper = static_cast<block*>(rest->next_range);
       if (upper && upper->indexed) list_unmerged(rest);  // it stays apart from upper
@@ -67,11 +72,7 @@ block* segment_pool::take_at(const block* free_block, std::uint64_t start, std::
   index_.remove(b);
   if (start - b->offset >= kQuantum) {
     // The part below `start` stays free where it is.
-    block* rest = blocks_.make();
-    rest->owner = b->owner;
-    rest->queue = b->queue;
-    rest->free_serial = b->free_serial;
-    placement::split(b, start - b->offset, rest);
+    block* rest = split_off(b, start - b->offset);
     index_.insert(b);
     if (b->is_listed()) list_unmerged(rest);
     b = rest;

@@ -161,6 +161,8 @@ class segment_pool {
 
  private:
   block* carve(block* b, std::size_t size, queue_id queue);
+  // b keeps its first `head` bytes; the new free block above takes b's state.
+  block* split_off(block* b, std::uint64_t head);
   // carve, for a block already out of the index; `high`: take its high end.
   block* carve_out(block* b, std::size_t size, queue_id queue, bool high);
   block* add_free(address_t base, std::size_t segment_size, bool virtual_range);
