@@ -95,6 +95,7 @@ void allocator::state::create_arena() {
   // complete, needs no page moved. Only while one queue uses the arena: another
   // queue must not find free memory joined to ranges still pending on the first.
   arena->range.set_merge_by_queue(true);
+  arena->fences_wanted = kFencesAfterMoves;  // the first steps, before any page moved
 }
 
 void allocator::state::destroy_arena() {
@@ -120,8 +121,9 @@ bool allocator::state::arena_take(std::size_t size, queue_id queue, std::size_t 
     a.only_one_queue = false;
     a.range.set_merge_by_queue(false);
   }
-  // First choice: a free range whose pages are all mapped already, among the
-  // first few that fit; it costs no map call. Otherwise best fit.
+  // First choice: a free range whose pages are all mapped already where the block
+  // would be cut, among the first few that fit; it costs no map call. With slack,
+  // then the most-mapped place inside a free range. Otherwise best fit.
   const bool near_only = arena_slack <= 0.0;
   const int max_candidates = near_only ? kMappedCandidates : kMappedCandidatesWithSlack;
   int candidates = 0;

@@ -64,18 +64,18 @@ struct released_segment {
 //   users(page) == live blocks touching the page;  users > 0 => mapped or busy
 struct vm_arena {
   vm_arena(const std::uint64_t* safe_serial) : range(false, safe_serial) {}
-  segment_pool range;                  // placement of blocks in the address range
-  placement::page_map pages;           // one entry per granule of the range
-  address_t base = 0;                  // start of the reserved range
-  std::size_t size = 0;                // bytes of the range
-  std::size_t page_size = 0;           // the backend's granularity
-  std::size_t mapped_pages = 0;        // pages with a physical page mapped now
-  std::size_t held_unmapped = 0;       // stolen pages between unmap and map (still reserved)
-  std::uint32_t fences_wanted = 4096;  // frees that leave pages idle and record a fence,
-                                       // left (reset while pages move or requests wait)
-  bool placed_any = false;             // a block was ever placed
-  queue_id sole_queue = 0;             // the queue of every block so far, while only_one_queue
-  bool only_one_queue = true;          // then free ranges merge by queue (segment_pool::can_merge)
+  segment_pool range;               // placement of blocks in the address range
+  placement::page_map pages;        // one entry per granule of the range
+  address_t base = 0;               // start of the reserved range
+  std::size_t size = 0;             // bytes of the range
+  std::size_t page_size = 0;        // the backend's granularity
+  std::size_t mapped_pages = 0;     // pages with a physical page mapped now
+  std::size_t held_unmapped = 0;    // stolen pages between unmap and map (still reserved)
+  std::uint32_t fences_wanted = 0;  // frees that leave pages idle and record a fence,
+                                    // left (reset while pages move or requests wait)
+  bool placed_any = false;          // a block was ever placed
+  queue_id sole_queue = 0;          // the queue of every block so far, while only_one_queue
+  bool only_one_queue = true;       // then free ranges merge by queue (segment_pool::can_merge)
 };
 
 // One page to map under a new block: where, and which physical page.
@@ -158,8 +158,9 @@ struct allocator::state {
   // Waits, without the lock, for the fences outstanding on `only` (every queue if
   // none given); returns whether there were any.
   bool wait_for_queued_work(std::optional<queue_id> only = std::nullopt);
-  // Without the lock: a fence on `queue` for its frees up to `serial`. Called after
-  // each free of arena memory, so that its pages can move without draining the queue.
+  // Without the lock: a fence on `queue` for its frees up to `serial`. Called after a
+  // free that left arena pages idle while pages move (arena_free), so that those
+  // pages can move later without draining the queue.
   void record_fence(queue_id queue, std::uint64_t serial);
   // Waits, without the lock, until blocks freed on `queue` up to `serial` are safe:
   // on the oldest fence that covers them, so that the work queued after it keeps
