@@ -217,17 +217,16 @@ void print_table(const trace::report_section& section) {
   const char* policy = section.options.policy == pool_policy::segments ? "segments"
                        : section.options.policy == pool_policy::arena  ? "arena"
                                                                        : "automatic";
-  line(
-      "device",
-      (section.options.device == backend_kind::sim
-           ? "sim, capacity " + mib(section.options.capacity) + ", granularity " +
-                 mib(section.options.granularity) +
-                 (section.options.device_lag > 0
-                      ? ", " + std::to_string(section.options.device_lag) +
-                            (section.options.lag_seed ? " events behind at most" : " events behind")
-                      : std::string())
-           : std::string("cpu (host memory)")) +
-          ", policy " + policy);
+  std::string device = "cpu (host memory)";
+  if (section.options.device == backend_kind::sim) {
+    device = "sim, capacity " + mib(section.options.capacity) + ", granularity " +
+             mib(section.options.granularity);
+    if (section.options.device_lag > 0) {
+      device += ", " + std::to_string(section.options.device_lag) +
+                (section.options.lag_seed ? " events behind at most" : " events behind");
+    }
+  }
+  line("device", device + ", policy " + policy);
   if (!result.completed) {
     line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
     line("", result.failure);

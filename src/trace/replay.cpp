@@ -21,8 +21,9 @@ std::string mib(std::size_t bytes) { return std::to_string((bytes + kMiB / 2) / 
 struct replay_setup {
   std::unique_ptr<backend> device;
   sim_backend* sim = nullptr;  // the device when simulated and lagging: events submit work
-  std::uint32_t lag = 0;       // with a seed: the largest lag drawn
-  std::mt19937_64 lags;        // draws each event's lag when seeded
+  std::uint32_t lag = 0;       // events after which an event's work completes (the most, seeded)
+  bool seeded = false;         // each event's lag drawn from [0, lag]
+  std::mt19937_64 lags;
   std::unique_ptr<allocator> memory;
   std::vector<queue_id> queue_of_stream;
 };
@@ -40,11 +41,11 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
     sim_settings.granularity = options.granularity;
     sim_settings.queue_count =
         std::max<std::uint32_t>(4, static_cast<std::uint32_t>(trace.streams.size()));
-    sim_settings.auto_complete_after = options.lag_seed ? 0 : options.device_lag;
     auto sim = std::make_unique<sim_backend>(sim_settings);
-    if (options.device_lag > 0) setup.sim = sim.get();
-    if (options.lag_seed) {
+    if (options.device_lag > 0) {
+      setup.sim = sim.get();
       setup.lag = options.device_lag;
+      setup.seeded = options.lag_seed != 0;
       setup.lags.seed(options.lag_seed);
     }
     setup.device = std::move(sim);
@@ -89,10 +90,9 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
       }
       if (setup.sim) {
         const std::uint64_t work = setup.sim->submit(queue);
-        if (setup.lag > 0) {
-          const std::uint64_t lag = setup.lags() % (std::uint64_t{setup.lag} + 1);
-          if (work > lag) setup.sim->complete(queue, work - lag);
-        }
+        const std::uint64_t lag =
+            setup.seeded ? setup.lags() % (std::uint64_t{setup.lag} + 1) : setup.lag;
+        if (work > lag) setup.sim->complete(queue, work - lag);
       }
       after_event(index);
     }
