@@ -26,13 +26,21 @@ namespace {
 
 using memkit::trace::backend_kind;
 
+const char* policy_name(pool_policy policy) {
+  return policy == pool_policy::segments ? "segments"
+         : policy == pool_policy::arena  ? "arena"
+                                         : "automatic";
+}
+
+// The allocator's settings default to trace::replay_options{}'s, which are
+// allocator_options{}'s: with no flags, replay runs the allocator as a program gets it.
 struct replay_settings {
   std::vector<std::string> paths;
   std::string backend_name = "sim";
-  std::string policy_name = "automatic";
+  std::string policy_name = memkit::tools::policy_name(trace::replay_options{}.policy);
   std::string capacity_text = "1TiB";
   std::string granularity_text = "2MiB";
-  double arena_slack = 0.0;
+  double arena_slack = trace::replay_options{}.arena_slack;
   std::uint32_t device_lag = 0;
   std::uint64_t lag_seed = 0;
   bool min_capacity = false;
@@ -133,6 +141,10 @@ double ratio(std::size_t numerator, std::size_t denominator) {
   return denominator == 0 ? 0.0 : static_cast<double>(numerator) / static_cast<double>(denominator);
 }
 
+double per_step(std::uint64_t count, std::uint64_t steps) {
+  return steps == 0 ? 0.0 : static_cast<double>(count) / static_cast<double>(steps);
+}
+
 std::string mib(std::size_t bytes) {
   char buffer[48];
   std::snprintf(buffer, sizeof buffer, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -148,6 +160,7 @@ nlohmann::json to_json(const trace::report_section& section, const replay_settin
   out["format"] = std::string(trace::to_string(trace.source_format));
   out["backend"] = settings.backend_name;
   out["policy"] = settings.policy_name;
+  out["arena_slack"] = section.options.arena_slack;
   if (section.options.device == backend_kind::sim) {
     out["capacity_bytes"] = section.options.capacity;
     out["granularity_bytes"] = section.options.granularity;
@@ -168,6 +181,18 @@ nlohmann::json to_json(const trace::report_section& section, const replay_settin
   out["backend_frees"] = result.backend_frees;
   out["maps"] = result.maps;
   out["unmaps"] = result.unmaps;
+  if (trace.steps > 0) {
+    out["steps"] = trace.steps;
+    out["warmup_steps"] = trace.warmup_steps;
+    if (result.completed) {
+      out["maps_per_step"] = per_step(result.maps, trace.steps);
+      out["unmaps_per_step"] = per_step(result.unmaps, trace.steps);
+    }
+  }
+  if (result.has_unmaps_after_warmup) {
+    out["unmaps_after_warmup_per_step"] =
+        per_step(result.unmaps_after_warmup, trace.step_starts.size() - trace.warmup_steps);
+  }
   if (section.options.device_lag > 0) {
     out["device_lag"] = section.options.device_lag;
     if (section.options.lag_seed) out["lag_seed"] = section.options.lag_seed;
@@ -214,9 +239,6 @@ void print_table(const trace::report_section& section) {
   line("events", std::to_string(result.events) + " (" + std::to_string(result.allocations) +
                      " allocations, " + std::to_string(trace.streams.size()) + " stream" +
                      (trace.streams.size() == 1 ? "" : "s") + ")");
-  const char* policy = section.options.policy == pool_policy::segments ? "segments"
-                       : section.options.policy == pool_policy::arena  ? "arena"
-                                                                       : "automatic";
   std::string device = "cpu (host memory)";
   if (section.options.device == backend_kind::sim) {
     device = "sim, capacity " + mib(section.options.capacity) + ", granularity " +
@@ -226,7 +248,9 @@ void print_table(const trace::report_section& section) {
                 (section.options.lag_seed ? " events behind at most" : " events behind");
     }
   }
-  line("device", device + ", policy " + policy);
+  char slack[48];
+  std::snprintf(slack, sizeof slack, ", arena slack %g", section.options.arena_slack);
+  line("device", device + ", policy " + policy_name(section.options.policy) + slack);
   if (!result.completed) {
     line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
     line("", result.failure);
@@ -246,6 +270,21 @@ void print_table(const trace::report_section& section) {
            (section.options.device_lag > 0
                 ? ", " + std::to_string(result.waits) + " waits on unfinished work"
                 : std::string()));
+  if (trace.steps > 0 && result.completed) {
+    char steps[160];
+    std::snprintf(steps, sizeof steps, "%llu (warmup %llu): %.1f maps, %.1f unmaps per step",
+                  static_cast<unsigned long long>(trace.steps),
+                  static_cast<unsigned long long>(trace.warmup_steps),
+                  per_step(result.maps, trace.steps), per_step(result.unmaps, trace.steps));
+    std::string text = steps;
+    if (result.has_unmaps_after_warmup) {
+      std::snprintf(
+          steps, sizeof steps, "; %.1f unmaps per step after the warmup",
+          per_step(result.unmaps_after_warmup, trace.step_starts.size() - trace.warmup_steps));
+      text += steps;
+    }
+    line("steps", text);
+  }
   char cost[96];
   std::snprintf(cost, sizeof cost, "%.0f ns/event (%.2f ms for the replay loop)",
                 result.ns_per_event, static_cast<double>(result.loop_ns) / 1e6);
@@ -372,8 +411,7 @@ void add_replay_command(CLI::App& app) {
   command
       ->add_option("--arena-slack", settings->arena_slack,
                    "how far reserved may grow over the peak in use before the arena moves idle "
-                   "pages (0.02: 2%, the allocator's default); 0, the default here, seeks the "
-                   "floor")
+                   "pages (default: the allocator's own, 0.02 = 2%); 0 seeks the floor")
       ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
   command

@@ -9,7 +9,9 @@ weights, gradients, optimizer state). The last step runs from the latest such po
 back to the one before it at least MIN_STEP events earlier (default 200; GPT-2's
 optimizer step touches the low several times, 1500 finds its step). Blocks that a
 step allocates and the next one frees (by size) are chained from copy to copy.
-Input and output are memkit traces (docs/TRACES.md).
+Input and output are memkit traces (docs/TRACES.md). The input's step markers (`s`
+lines) and its `steps` / `warmup_steps` metadata are dropped: the repeated step is
+found from live bytes, not from the markers, so the output's steps are not known.
 """
 import argparse
 import collections
@@ -22,9 +24,13 @@ def read(path):
     with gzip.open(path, "rt") as f:
         for number, line in enumerate(f, 1):
             if line.startswith("#"):
-                meta.append(line)
+                key = line[1:].split(":", 1)[0].strip()
+                if key not in ("steps", "warmup_steps"):
+                    meta.append(line)
                 continue
             fields = line.strip().split(",")
+            if fields == ["s"]:  # a step marker
+                continue
             if fields[0] == "a" and len(fields) == 4:
                 events.append(("a", fields[1], int(fields[2]), fields[3]))
             elif fields[0] == "f" and len(fields) == 2:

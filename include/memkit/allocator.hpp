@@ -97,8 +97,8 @@ struct allocator_options {
   // Arena: map new physical pages rather than move idle ones while reserved stays
   // within this fraction above the peak of active bytes; past it, wait once for
   // the work holding idle pages rather than grow. 0 seeks the floor (memkit
-  // replay's default); the 2% default keeps a training loop free of remapping
-  // (docs/BENCHMARKS.md).
+  // replay --arena-slack 0); the 2% default, memkit replay's too, keeps a training
+  // loop free of remapping (docs/BENCHMARKS.md).
   double arena_slack = 0.02;
 };
 

@@ -2,7 +2,8 @@
 //
 // Three formats are read, detected from the content (docs/TRACES.md):
 //   memkit   gzip or plain CSV: `a,<id>,<size>,<stream>` / `f,<id>`, `# key: value`
-//            metadata lines; ids name live blocks.
+//            metadata lines, `s` step markers (a loop iteration starts); ids name
+//            live blocks.
 //   rmm      RMM's logging_resource_adaptor CSV: `Thread,Time,Action,Pointer,Size,Stream`,
 //            actions allocate / free (`deallocate` accepted) / `allocate failure`
 //            (skipped: nothing was handed out); pointers name live blocks.
@@ -57,6 +58,15 @@ struct trace_data {
   std::uint64_t allocations = 0;     // == number of blocks
   std::vector<std::string> streams;  // stream labels as written, by dense number
   std::vector<std::pair<std::string, std::string>> metadata;  // in file order
+  // Loop iterations (docs/TRACES.md): metadata `steps`, else the number of step
+  // markers; 0 when the trace gives neither.
+  std::uint64_t steps = 0;
+  // Metadata `warmup_steps` (< steps); without it 1 when the trace has step markers,
+  // else 0.
+  std::uint64_t warmup_steps = 0;
+  // Step markers (`s` lines, memkit CSV): for each, in order, the index into events
+  // of the first event after it (events.size() for a marker after the last event).
+  std::vector<std::uint64_t> step_starts;
 
   // The value of a metadata key, or empty.
   std::string_view get_metadata(std::string_view key) const noexcept;

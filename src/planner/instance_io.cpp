@@ -189,7 +189,8 @@ instance instance_from_trace(const std::string& path) {
     if (!got_any) break;
     ++line_number;
     const std::string_view text = trim(line);
-    if (text.empty() || text.front() == '#') continue;
+    // `s` marks where a loop iteration starts (docs/TRACES.md): no event, nothing to plan.
+    if (text.empty() || text.front() == '#' || text == "s") continue;
     const std::vector<std::string_view> fields = split_fields(text);
     if (fields[0] == "a") {
       if (fields.size() != 4) {
@@ -233,7 +234,7 @@ instance instance_from_trace(const std::string& path) {
       ++event_index;
     } else {
       throw located_error(kFunction, path, line_number,
-                          "unknown action '" + std::string(fields[0]) + "' (expected a or f)");
+                          "unknown action '" + std::string(fields[0]) + "' (expected a, f or s)");
     }
   }
   int error_code = Z_OK;

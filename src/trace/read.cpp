@@ -162,23 +162,80 @@ void for_each_line(std::string_view text, Function&& on_line) {
   }
 }
 
-// `# key: value` adds metadata; any other `#` line is a comment.
-void read_metadata_line(std::string_view line, trace_data& trace) {
+// Where the step keys stand, for messages (0: absent).
+struct step_key_lines {
+  std::uint64_t steps = 0;
+  std::uint64_t warmup_steps = 0;
+};
+
+// `# key: value` adds metadata; any other `#` line is a comment. The step keys are
+// checked here, where their line is known: `steps` a positive integer, `warmup_steps`
+// a non-negative one, each given once.
+void read_metadata_line(std::string_view line, std::uint64_t line_number, trace_data& trace,
+                        step_key_lines& step_lines) {
   line = trim(line.substr(1));
   const std::size_t colon = line.find(':');
   if (colon == std::string_view::npos || colon == 0) return;
   const std::string_view key = trim(line.substr(0, colon));
   if (key.find(' ') != std::string_view::npos) return;  // prose, not a key
-  trace.metadata.emplace_back(std::string(key), std::string(trim(line.substr(colon + 1))));
+  const std::string_view value = trim(line.substr(colon + 1));
+  if (key == "steps" || key == "warmup_steps") {
+    const bool is_steps = key == "steps";
+    std::uint64_t& seen_at = is_steps ? step_lines.steps : step_lines.warmup_steps;
+    if (seen_at != 0) {
+      fail_at(trace.path, line_number,
+              "repeated key '" + std::string(key) + "' (first at line " + std::to_string(seen_at) +
+                  ")");
+    }
+    std::uint64_t number = 0;
+    if (!parse_unsigned(value, number) || (is_steps && number == 0)) {
+      fail_at(trace.path, line_number,
+              std::string(key) + " must be a " + (is_steps ? "positive" : "non-negative") +
+                  " integer, got " + quote(value));
+    }
+    seen_at = line_number;
+    (is_steps ? trace.steps : trace.warmup_steps) = number;
+  }
+  trace.metadata.emplace_back(std::string(key), std::string(value));
 }
 
-void parse_memkit(std::string_view text, trace_data& trace) {
+// After the whole trace: the steps from the markers when the metadata gives none, the
+// default warmup, and warmup_steps < steps == the markers' count (when there are any).
+void check_steps(trace_data& trace, const step_key_lines& step_lines) {
+  const std::uint64_t markers = trace.step_starts.size();
+  if (step_lines.steps != 0 && markers != 0 && trace.steps != markers) {
+    fail_at(trace.path, step_lines.steps,
+            "steps is " + std::to_string(trace.steps) + " but the trace has " +
+                std::to_string(markers) + " step marker" + (markers == 1 ? "" : "s") +
+                " ('s' lines)");
+  }
+  if (step_lines.steps == 0) trace.steps = markers;
+  if (step_lines.warmup_steps == 0) {
+    trace.warmup_steps = markers != 0 ? 1 : 0;
+    return;
+  }
+  if (trace.steps == 0) {
+    fail_at(trace.path, step_lines.warmup_steps,
+            "warmup_steps without steps (a '# steps: N' line or 's' step markers)");
+  }
+  if (trace.warmup_steps >= trace.steps) {
+    fail_at(trace.path, step_lines.warmup_steps,
+            "warmup_steps " + std::to_string(trace.warmup_steps) + " is not below steps " +
+                std::to_string(trace.steps));
+  }
+}
+
+void parse_memkit(std::string_view text, trace_data& trace, step_key_lines& step_lines) {
   trace_builder builder(trace, trace_builder::key_kind::id);
   for_each_line(text, [&](std::uint64_t line_number, std::string_view line) {
     line = trim(line);
     if (line.empty()) return;
     if (line.front() == '#') {
-      read_metadata_line(line, trace);
+      read_metadata_line(line, line_number, trace, step_lines);
+      return;
+    }
+    if (line == "s") {  // a step marker: a loop iteration starts with the next event
+      trace.step_starts.push_back(trace.events.size());
       return;
     }
     const std::vector<std::string_view> fields = split(line, ',');
@@ -208,14 +265,14 @@ void parse_memkit(std::string_view text, trace_data& trace) {
       }
       builder.free(id, line_number);
     } else {
-      builder.fail(line_number, "unknown action " + quote(kind) + " (expected 'a' or 'f')");
+      builder.fail(line_number, "unknown action " + quote(kind) + " (expected 'a', 'f' or 's')");
     }
   });
 }
 
 constexpr std::string_view kRmmHeader = "Thread,Time,Action,Pointer,Size,Stream";
 
-void parse_rmm(std::string_view text, trace_data& trace) {
+void parse_rmm(std::string_view text, trace_data& trace, step_key_lines& step_lines) {
   trace_builder builder(trace, trace_builder::key_kind::pointer);
   bool seen_header = false;
   std::uint64_t failed_allocations = 0;
@@ -223,7 +280,7 @@ void parse_rmm(std::string_view text, trace_data& trace) {
     line = trim(line);
     if (line.empty()) return;
     if (line.front() == '#') {
-      read_metadata_line(line, trace);
+      read_metadata_line(line, line_number, trace, step_lines);
       return;
     }
     if (!seen_header) {
@@ -599,17 +656,19 @@ trace_data parse(std::string_view text, const std::string& path) {
   trace.path = path;
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   trace.source_format = detect_format(text);
+  step_key_lines step_lines;
   switch (trace.source_format) {
     case format::memkit:
-      parse_memkit(text, trace);
+      parse_memkit(text, trace, step_lines);
       break;
     case format::rmm:
-      parse_rmm(text, trace);
+      parse_rmm(text, trace, step_lines);
       break;
     case format::pytorch:
       parse_pytorch(text, trace);
       break;
   }
+  check_steps(trace, step_lines);
   const std::string_view workload = trace.get_metadata("workload");
   trace.name = workload.empty() ? name_from_path(path) : std::string(workload);
   return trace;

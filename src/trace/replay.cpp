@@ -70,15 +70,16 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
   return setup;
 }
 
-// Replays events [0, stop) and calls after_event(index) after each; returns how many
-// ran. An out_of_memory stops the run and is recorded in `result`.
+// Replays events [first, stop) and calls after_event(index) after each; returns the
+// index it stopped at (stop when all ran). An out_of_memory stops the run and is
+// recorded in `result`.
 template <class AfterEvent>
 std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
-                         std::vector<address_t>& addresses, std::uint64_t stop,
+                         std::vector<address_t>& addresses, std::uint64_t first, std::uint64_t stop,
                          replay_result& result, AfterEvent&& after_event) {
   allocator& memory = *setup.memory;
   const event* events = trace.events.data();
-  std::uint64_t index = 0;
+  std::uint64_t index = first;
   try {
     for (; index < stop; ++index) {
       const event& e = events[index];
@@ -117,15 +118,27 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   replay_setup setup = make_setup(trace, options, result.peak_live_bytes);
   std::vector<address_t> addresses(trace.allocations);
   const std::uint64_t total = trace.events.size();
+  // With step markers the run pauses where the first step after the warmup starts, to
+  // read the unmaps so far.
+  const bool after_warmup = trace.step_starts.size() > trace.warmup_steps;
+  const std::uint64_t pause =
+      after_warmup ? std::min<std::uint64_t>(trace.step_starts[trace.warmup_steps], total) : total;
+  std::uint64_t unmaps_at_pause = 0;
+  const auto run = [&](std::uint64_t first, std::uint64_t stop) {
+    if (options.progress) {
+      const auto& progress = options.progress;
+      return run_events(trace, setup, addresses, first, stop, result, [&](std::uint64_t index) {
+        if ((index + 1) % kProgressEvery == 0) progress(index + 1, total);
+      });
+    }
+    return run_events(trace, setup, addresses, first, stop, result, [](std::uint64_t) {});
+  };
 
   const auto start = std::chrono::steady_clock::now();
-  if (options.progress) {
-    const auto& progress = options.progress;
-    result.events = run_events(trace, setup, addresses, total, result, [&](std::uint64_t index) {
-      if ((index + 1) % kProgressEvery == 0) progress(index + 1, total);
-    });
-  } else {
-    result.events = run_events(trace, setup, addresses, total, result, [](std::uint64_t) {});
+  result.events = run(0, pause);
+  if (result.completed && pause < total) {
+    unmaps_at_pause = setup.memory->get_statistics().unmaps;
+    result.events = run(pause, total);
   }
   const auto stop = std::chrono::steady_clock::now();
   if (options.progress) options.progress(result.events, total);
@@ -145,6 +158,10 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   result.backend_frees = result.final_statistics.backend_frees;
   result.maps = result.final_statistics.maps;
   result.unmaps = result.final_statistics.unmaps;
+  if (after_warmup && result.completed) {
+    result.has_unmaps_after_warmup = true;
+    result.unmaps_after_warmup = result.unmaps - unmaps_at_pause;
+  }
   if (const auto* sim = dynamic_cast<const sim_backend*>(setup.device.get())) {
     result.simulated_backend_ns = sim->get_counters().simulated_ns;
     result.waits = sim->get_counters().unfinished_waits;
@@ -169,7 +186,7 @@ replay_observation observe(const trace_data& trace, const replay_options& option
     replay_setup setup = make_setup(trace, options, peak_live_bytes);
     std::vector<address_t> addresses(trace.allocations);
     const allocator& memory = *setup.memory;
-    events_run = run_events(trace, setup, addresses, total, result, [&](std::uint64_t index) {
+    events_run = run_events(trace, setup, addresses, 0, total, result, [&](std::uint64_t index) {
       const event& e = trace.events[index];
       if (e.kind == action::allocate) {
         sizes[e.block] = e.size;
@@ -206,7 +223,8 @@ replay_observation observe(const trace_data& trace, const replay_options& option
     replay_setup setup = make_setup(trace, options, peak_live_bytes);
     std::vector<address_t> addresses(trace.allocations);
     replay_result prefix;
-    run_events(trace, setup, addresses, observation.peak_event + 1, prefix, [](std::uint64_t) {});
+    run_events(trace, setup, addresses, 0, observation.peak_event + 1, prefix,
+               [](std::uint64_t) {});
     observation.segments_at_peak = setup.memory->calculate_segments();
   }
   return observation;
@@ -226,7 +244,7 @@ min_capacity_result find_min_capacity(
     replay_result result;
     replay_setup setup = make_setup(trace, probe_options, peak_live_bytes);
     std::vector<address_t> addresses(trace.allocations);
-    run_events(trace, setup, addresses, trace.events.size(), result, [](std::uint64_t) {});
+    run_events(trace, setup, addresses, 0, trace.events.size(), result, [](std::uint64_t) {});
     return result.completed;
   };
   if (peak_live_bytes == 0) return found;  // nothing is ever live: any capacity runs

@@ -27,9 +27,11 @@ struct replay_options {
   backend_kind device = backend_kind::sim;
   std::size_t capacity = std::size_t{1} << 40;     // sim only; also the memory limit
   std::size_t granularity = std::size_t{2} << 20;  // sim only
-  pool_policy policy = pool_policy::automatic;     // where large blocks live
-  double arena_slack = 0.0;  // allocator_options::arena_slack; 0 here: replay measures the floor
-  bool validate = false;     // check the allocator's invariants after every operation
+  // The allocator's own settings default to allocator_options{}'s, so a replay with no
+  // options runs the allocator as a program gets it (arena_slack 0 seeks the floor).
+  pool_policy policy = allocator_options{}.policy;       // where large blocks live
+  double arena_slack = allocator_options{}.arena_slack;  // allocator_options::arena_slack
+  bool validate = allocator_options{}.validate;  // check the invariants after every operation
   std::uint32_t device_lag = 0;  // sim only: events a stream's work finishes after it is issued
   std::uint64_t lag_seed = 0;    // with device_lag: 0 fixed; else each event's lag is drawn
                                  // from [0, device_lag] with this seed
@@ -48,8 +50,12 @@ struct replay_result {
   std::size_t peak_active_bytes = 0;
   std::uint64_t backend_allocs = 0;
   std::uint64_t backend_frees = 0;
-  std::uint64_t maps = 0;                  // pages mapped (arena)
-  std::uint64_t unmaps = 0;                // pages unmapped (arena)
+  std::uint64_t maps = 0;    // pages mapped (arena)
+  std::uint64_t unmaps = 0;  // pages unmapped (arena)
+  // With step markers (trace_data::step_starts) and a step after the warmup: pages
+  // unmapped from the marker that starts step trace.warmup_steps to the end.
+  bool has_unmaps_after_warmup = false;
+  std::uint64_t unmaps_after_warmup = 0;
   std::uint64_t waits = 0;                 // sim only: waits on unfinished fences (host stalls)
   std::uint64_t simulated_backend_ns = 0;  // sim only: the device's modelled cost of those calls
   std::uint64_t loop_ns = 0;               // wall time of the replay loop only

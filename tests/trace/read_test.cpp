@@ -2,7 +2,9 @@
 // an error that names the file and line.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "memkit/trace.hpp"
 
@@ -106,6 +108,63 @@ TEST(trace_read, bad_input_names_file_and_line) {
     EXPECT_NE(message.find(c.where), std::string::npos) << message;
     EXPECT_NE(message.find(c.what), std::string::npos) << message;
   }
+}
+
+TEST(trace_read, steps_metadata_and_step_markers) {
+  const trace_data keyed = parse("# steps: 3\n# warmup_steps: 2\na,0,1,0\nf,0\n", "keyed.csv");
+  EXPECT_EQ(keyed.steps, 3u);
+  EXPECT_EQ(keyed.warmup_steps, 2u);
+  EXPECT_TRUE(keyed.step_starts.empty());
+  EXPECT_EQ(keyed.get_metadata("steps"), "3");
+
+  const trace_data plain = parse("a,0,1,0\nf,0\n", "plain.csv");
+  EXPECT_EQ(plain.steps, 0u);
+  EXPECT_EQ(plain.warmup_steps, 0u);
+
+  // Markers alone give the steps and a warmup of 1; a marker may stand before the first
+  // event and after the last.
+  const trace_data marked = parse("s\na,0,1,0\ns\r\n f,0\na,1,1\n s \nf,1\ns\n", "marked.csv");
+  EXPECT_EQ(marked.events.size(), 4u);
+  EXPECT_EQ(marked.steps, 4u);
+  EXPECT_EQ(marked.warmup_steps, 1u);
+  EXPECT_EQ(marked.step_starts, (std::vector<std::uint64_t>{0, 1, 3, 4}));
+
+  const trace_data both = parse("# steps: 2\n# warmup_steps: 0\ns\na,0,1,0\ns\nf,0\n", "both.csv");
+  EXPECT_EQ(both.steps, 2u);
+  EXPECT_EQ(both.warmup_steps, 0u);
+}
+
+TEST(trace_read, bad_steps_name_file_and_line) {
+  const auto error = [](const std::string& text) {
+    try {
+      parse(text, "steps.csv");
+    } catch (const trace_error& thrown) {
+      return std::string(thrown.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("a,0,1,0\n# steps: 0\n"),
+            "[memkit::trace::read] steps.csv:2: steps must be a positive integer, got '0'");
+  EXPECT_EQ(error("# steps: 2.5\n"),
+            "[memkit::trace::read] steps.csv:1: steps must be a positive integer, got '2.5'");
+  EXPECT_EQ(error("# steps: -1\n"),
+            "[memkit::trace::read] steps.csv:1: steps must be a positive integer, got '-1'");
+  EXPECT_EQ(error("# steps: 4\n# warmup_steps: x\n"),
+            "[memkit::trace::read] steps.csv:2: warmup_steps must be a non-negative integer, got "
+            "'x'");
+  EXPECT_EQ(error("# warmup_steps: 4\n# steps: 4\n"),
+            "[memkit::trace::read] steps.csv:1: warmup_steps 4 is not below steps 4");
+  EXPECT_EQ(error("s\ns\n# warmup_steps: 2\n"),
+            "[memkit::trace::read] steps.csv:3: warmup_steps 2 is not below steps 2");
+  EXPECT_NE(error("# warmup_steps: 0\n").find("steps.csv:1: warmup_steps without steps"),
+            std::string::npos);
+  EXPECT_EQ(error("# steps: 3\ns\na,0,1,0\ns\n"),
+            "[memkit::trace::read] steps.csv:1: steps is 3 but the trace has 2 step markers ('s' "
+            "lines)");
+  EXPECT_EQ(error("# steps: 3\n# steps: 3\n"),
+            "[memkit::trace::read] steps.csv:2: repeated key 'steps' (first at line 1)");
+  EXPECT_EQ(error("a,0,1,0\ns,1\n"),
+            "[memkit::trace::read] steps.csv:2: unknown action 's' (expected 'a', 'f' or 's')");
 }
 
 TEST(trace_read, missing_file_is_an_error) {

@@ -97,6 +97,52 @@ TEST(trace_replay, min_capacity_is_between_peak_live_and_peak_reserved_and_tight
   EXPECT_FALSE(replay(trace, below).completed);
 }
 
+TEST(trace_replay, defaults_are_the_allocators) {
+  const replay_options replay_defaults;
+  const allocator_options allocator_defaults;
+  EXPECT_EQ(replay_defaults.arena_slack, allocator_defaults.arena_slack);
+  EXPECT_EQ(replay_defaults.policy, allocator_defaults.policy);
+  EXPECT_EQ(replay_defaults.validate, allocator_defaults.validate);
+}
+
+TEST(trace_replay, unmaps_after_the_warmup_are_those_after_its_marker) {
+  // The same synthetic loop, with markers every 500 lines: the unmaps after the marker
+  // that starts step 2 are the whole run's less those of the run that stops there.
+  const trace_data plain = synthetic_trace(5, 2000);
+  std::string marked = "# warmup_steps: 2\n";
+  std::string prefix;
+  std::uint64_t markers = 0;
+  for (std::size_t i = 0; i < plain.events.size(); ++i) {
+    const event& e = plain.events[i];
+    if (i % 500 == 0) {
+      marked += "s\n";
+      ++markers;
+    }
+    const std::string line = e.kind == action::allocate
+                                 ? "a," + std::to_string(e.block) + "," + std::to_string(e.size) +
+                                       "," + plain.streams[e.stream] + "\n"
+                                 : "f," + std::to_string(e.block) + "\n";
+    marked += line;
+    if (i < 1000) prefix += line;  // the events before the marker that starts step 2
+  }
+  replay_options floor;
+  floor.arena_slack = 0;
+  const trace_data with_markers = parse(marked, "marked.csv");
+  ASSERT_EQ(with_markers.steps, markers);
+  ASSERT_EQ(with_markers.warmup_steps, 2u);
+  const replay_result whole = replay(with_markers, floor);
+  const replay_result before = replay(parse(prefix, "prefix.csv"), floor);
+  ASSERT_TRUE(whole.completed);
+  EXPECT_EQ(whole.unmaps, replay(plain, floor).unmaps);  // markers change nothing
+  ASSERT_TRUE(whole.has_unmaps_after_warmup);
+  EXPECT_GT(whole.unmaps, before.unmaps);
+  EXPECT_EQ(whole.unmaps_after_warmup, whole.unmaps - before.unmaps);
+
+  // No step after the warmup (one marker, default warmup 1): no figure.
+  const replay_result one = replay(parse("s\na,0,10,0\nf,0\n", "one.csv"), floor);
+  EXPECT_FALSE(one.has_unmaps_after_warmup);
+}
+
 TEST(trace_replay, observation_samples_at_most_the_limit_and_maps_the_peak) {
   const trace_data trace = synthetic_trace(11, 3000);
   const replay_observation observation = observe(trace, {}, 100);
