@@ -36,8 +36,11 @@
 //             inside a larger free range; past the slack it waits for the
 //             oldest fence that frees enough idle pages (one is recorded after
 //             each free that leaves pages idle), never for the whole queue.
+//             (allocator/arena.hpp: the range, page map and placement; it reads
+//             the fences and a budget, and returns its page counts.)
 //   fences    a block freed on queue q is reusable at once on q; on another
-//             queue once a fence recorded on q after the free completes.
+//             queue once a fence recorded on q after the free completes
+//             (allocator/fences.hpp: the safe serial and fences of each queue).
 //   thread    each thread parks up to 2 MiB of small freed blocks and serves its
 //   caches    own repeats from them without the lock (allocator/thread_cache.hpp).
 //
@@ -51,9 +54,10 @@
 //   are kept on the shared counters and are an upper bound until the caches are
 //   flushed (reset_peak flushes them).
 //
-//   Locking: one mutex guards the pools and counters; it is never held across a
-//   backend call (segments and pages are allocated, mapped and freed, fences
-//   waited on, outside it). Order: registry of thread caches, mutex, a cache.
+//   Locking: one mutex guards the pools, the arena, the fences and the counters;
+//   it is never held across a backend call (segments and pages are allocated,
+//   mapped and freed, fences waited on, outside it). Order: registry of thread
+//   caches, mutex, a cache.
 //
 // Pressure: when a request does not fit, the allocator (1) polls fences, (2) grows
 // if the memory limit allows, (3) releases cached segments and idle pages, least

@@ -22,10 +22,9 @@ std::atomic<std::uint64_t> next_allocator_id{1};
 allocator::state::state(backend& b, const allocator_options& options)
     : device(b),
       facts(b.get_facts()),
-      safe_serial(std::max<std::uint32_t>(facts.queue_count, 1), 0),
-      queues(safe_serial.size()),
-      small(true, safe_serial.data()),
-      large(false, safe_serial.data()),
+      fences(std::max<std::uint32_t>(facts.queue_count, 1)),
+      small(true, fences.get_safe_serials()),
+      large(false, fences.get_safe_serials()),
       id(next_allocator_id++) {
   if (facts.max_buffer == 0) facts.max_buffer = facts.capacity;
   memory_limit = options.memory_limit ? options.memory_limit : facts.capacity;
@@ -33,7 +32,6 @@ allocator::state::state(backend& b, const allocator_options& options)
   wired_limit = options.wired_limit;
   validating = options.validate;
   thread_caching = options.thread_cache;
-  arena_slack = options.arena_slack;
 #ifdef MEMKIT_VALIDATE_DEFAULT
   validating = true;
 #endif
@@ -41,7 +39,9 @@ allocator::state::state(backend& b, const allocator_options& options)
     throw invalid_argument("[memkit::allocator] the arena policy needs virtual memory, which " +
                            facts.name + " does not offer");
   }
-  if (options.policy != pool_policy::segments && facts.virtual_memory) create_arena();
+  if (options.policy != pool_policy::segments && facts.virtual_memory) {
+    vm = arena::create(device, facts, fences, options.arena_slack);
+  }
 }
 
 std::size_t allocator::state::segment_size_for(std::size_t size) const {
@@ -83,7 +83,7 @@ allocator::~allocator() {
   for (segment_pool* pool : {&s.small, &s.large}) {
     for (segment* seg : pool->get_segments()) s.device.free_segment(seg->base, seg->size);
   }
-  if (s.arena) s.destroy_arena();
+  s.vm.reset();  // unmaps and releases its pages, then its range
 }
 
 allocation allocator::allocate(std::size_t bytes, queue_id queue) {
@@ -94,9 +94,10 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
                            " bytes exceeds the backend's largest buffer of " +
                            std::to_string(s.facts.max_buffer) + " bytes (" + s.facts.name + ")");
   }
-  if (queue >= s.queues.size()) [[unlikely]] {
+  if (queue >= s.fences.get_queue_count()) [[unlikely]] {
     throw invalid_argument("[memkit::allocate] queue " + std::to_string(queue) +
-                           " does not exist; the backend has " + std::to_string(s.queues.size()));
+                           " does not exist; the backend has " +
+                           std::to_string(s.fences.get_queue_count()));
   }
   const std::size_t size = round_up(bytes, pools::kQuantum);
   thread_cache* cache = nullptr;
@@ -190,11 +191,11 @@ bool allocator::state::free_locked(block* b, address_t address) {
   stats.frees++;
   stats.live_blocks--;
   const std::uint64_t serial = ++free_serial;
-  queues[b->queue].last_free_serial = serial;
+  fences.note_free(b->queue, serial);
   segment_pool& p = owner_pool(b);
   if (b->used_elsewhere) [[unlikely]] {
     auto it = extra_uses.find(b);
-    for (queue_id q : it->second) queues[q].last_free_serial = serial;
+    for (queue_id q : it->second) fences.note_free(q, serial);
     it->second.push_back(b->queue);
     deferred.push_back({b, std::move(it->second), serial});
     extra_uses.erase(it);
@@ -202,7 +203,7 @@ bool allocator::state::free_locked(block* b, address_t address) {
     p.defer(b);
     return false;
   }
-  if (b->owner->virtual_range) return arena_free(b, serial);
+  if (b->owner->virtual_range) return vm->free(b, serial);
   p.give_back(b, serial);
   return false;
 }
@@ -223,31 +224,35 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
     enum { grow, map_pages, release, refresh, wait } plan = grow;
     std::uint64_t wait_serial = 0;  // past the arena's slack: wait for this queue up to here
     released_memory released;
-    arena_request request;
+    arena::request request;
     {
       std::unique_lock lock(mutex);
-      // When the device said no, the limit is what it holds now.
-      const std::size_t limit =
-          backend_full ? std::min(memory_limit, stats.reserved_bytes + reserving) : memory_limit;
       const std::size_t used = stats.reserved_bytes + reserving;
+      // When the device said no, the limit is what it holds now.
+      const std::size_t limit = backend_full ? std::min(memory_limit, used) : memory_limit;
       std::size_t shortfall = 0;
       bool planned = false;  // the arena chose what to do next
       if (in_arena) {
-        if (arena_take(size, queue, limit, request)) {
+        if (vm->take(size, queue, {limit, used, stats.peak_active_bytes}, request)) {
+          reserving += request.reserving;
           planned = true;
+          auto abandon = [&] {
+            reserving -= request.reserving;
+            vm->abandon(request);
+          };
           if (request.pages.empty() && !request.must_wait) {
             *handed = request.b;
             return on_allocated(request.b, bytes, true);
           }
           if (!request.pages.empty() && !refreshed && has_unsafe_blocks()) {
             // Completed fences may free a mapped range: learn them before mapping.
-            arena_abandon(request);
+            abandon();
             plan = refresh;
           } else if (request.wait_would_help && !waited) {
             // Growing past the slack while idle pages only wait for this queue's
             // earlier work: wait for it once rather than hold more memory.
             wait_serial = request.wait_serial;
-            arena_abandon(request);
+            abandon();
             plan = wait;
             stats.retries++;
           } else {
@@ -309,7 +314,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       continue;
     }
     if (plan == map_pages) {
-      const bool mapped = arena_map(request);
+      const bool mapped = vm->map(request);
       std::vector<page_plan> to_release;
       std::unique_lock lock(mutex);
       block* b = request.b;
@@ -318,29 +323,21 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         in_flight_blocks--;
       };
       if (!mapped) landed();
-      arena_finish(request, mapped, to_release);
+      reserving -= request.reserving;
+      count_pages(vm->finish(request, mapped, to_release));
+      pages_mapped.notify_all();
       if (!mapped) {
         lock.unlock();
-        for (const page_plan& p : to_release) device.release_page(p.physical, arena->page_size);
+        vm->give_back(to_release);
         backend_full = true;
         continue;
       }
-      const std::size_t g = arena->page_size;
-      const auto first = static_cast<std::uint32_t>(b->offset / g);
-      const auto last = static_cast<std::uint32_t>((b->offset + b->size - 1) / g);
-      pages_mapped.wait(lock, [&] {
-        for (std::uint32_t i = first; i <= last; ++i) {
-          if (arena->pages.get(i).busy) return false;
-        }
-        return true;
-      });
+      pages_mapped.wait(lock, [&] { return vm->is_settled(b); });
       landed();
-      bool all_mapped = true;
-      for (std::uint32_t i = first; i <= last; ++i) all_mapped &= arena->pages.get(i).physical != 0;
-      if (!all_mapped) {
+      if (!vm->is_mapped(b)) {
         // Another thread's mapping of a page this block shares failed: give the
         // block back (its own pages stay mapped, idle) and place it again.
-        arena_cancel(request);
+        vm->cancel(request);
         continue;
       }
       *handed = b;
@@ -384,49 +381,28 @@ void allocator::state::throw_out_of_memory(std::size_t bytes, queue_id queue) {
 }
 
 bool allocator::state::has_unsafe_blocks() const {
-  if (!deferred.empty()) return true;
-  for (std::size_t q = 0; q < queues.size(); ++q) {
-    if (queues[q].last_free_serial > safe_serial[q]) return true;
-  }
-  return false;
+  return !deferred.empty() || fences.has_unsafe_frees();
 }
 
 // Records a fence on every queue with blocks not yet safe, polls every queue with
 // outstanding fences, and makes safe what completed.
 void allocator::state::refresh_fences() {
-  std::vector<queue_id> record;
-  std::vector<queue_id> poll;
-  std::uint64_t serial_now;
+  fence_tracker::refresh_plan plan;
   {
     std::lock_guard lock(mutex);
-    serial_now = free_serial;
-    for (queue_id q = 0; q < queues.size(); ++q) {
-      const queue_state& qs = queues[q];
-      const std::uint64_t covered = qs.records.empty() ? safe_serial[q] : qs.records.back().serial;
-      if (qs.last_free_serial > covered) record.push_back(q);
-      if (qs.last_free_serial > safe_serial[q]) poll.push_back(q);
-    }
+    plan = fences.plan_refresh(free_serial);
   }
-  if (poll.empty()) return;
-  std::vector<std::uint64_t> submitted(record.size());
-  for (std::size_t i = 0; i < record.size(); ++i) submitted[i] = device.get_submitted(record[i]);
-  std::vector<std::uint64_t> completed(poll.size());
-  for (std::size_t i = 0; i < poll.size(); ++i) completed[i] = device.get_completed(poll[i]);
+  if (plan.poll.empty()) return;
+  std::vector<std::uint64_t> submitted(plan.record.size());
+  for (std::size_t i = 0; i < plan.record.size(); ++i) {
+    submitted[i] = device.get_submitted(plan.record[i]);
+  }
+  std::vector<std::uint64_t> completed(plan.poll.size());
+  for (std::size_t i = 0; i < plan.poll.size(); ++i)
+    completed[i] = device.get_completed(plan.poll[i]);
 
   std::lock_guard lock(mutex);
-  for (std::size_t i = 0; i < record.size(); ++i) {
-    queues[record[i]].records.push_back({serial_now, submitted[i]});
-  }
-  bool advanced = false;
-  for (std::size_t i = 0; i < poll.size(); ++i) {
-    queue_state& qs = queues[poll[i]];
-    while (!qs.records.empty() && qs.records.front().value <= completed[i]) {
-      safe_serial[poll[i]] = std::max(safe_serial[poll[i]], qs.records.front().serial);
-      qs.records.pop_front();
-      advanced = true;
-    }
-  }
-  if (advanced) {
+  if (fences.apply_refresh(plan, submitted, completed)) {
     release_deferred_locked();
     merge_unmerged_locked();
     if (validating) validate_locked();
@@ -436,40 +412,25 @@ void allocator::state::refresh_fences() {
 void allocator::state::merge_unmerged_locked() {
   small.merge_unmerged();
   large.merge_unmerged();
-  if (arena) arena->range.merge_unmerged();
+  if (vm) vm->merge_unmerged();
 }
 
 bool allocator::state::wait_for_queued_work(std::optional<queue_id> only) {
   refresh_fences();
-  std::vector<fence> fences;
+  std::vector<fence> newest;
   {
     std::lock_guard lock(mutex);
-    for (queue_id q = 0; q < queues.size(); ++q) {
-      if (only && q != *only) continue;
-      if (!queues[q].records.empty()) fences.push_back({q, queues[q].records.back().value});
-    }
+    newest = fences.get_newest(only);
   }
-  for (const fence& f : fences) device.wait(f);
+  for (const fence& f : newest) device.wait(f);
   refresh_fences();
-  return !fences.empty();
+  return !newest.empty();
 }
-
-namespace {
-constexpr std::size_t kMaxRecords = 1024;  // fences recorded after frees, outstanding per queue
-}  // namespace
 
 void allocator::state::record_fence(queue_id queue, std::uint64_t serial) {
   const std::uint64_t value = device.get_submitted(queue);  // after the free: covers it
   std::lock_guard lock(mutex);
-  queue_state& qs = queues[queue];
-  if (serial <= safe_serial[queue]) return;
-  if (!qs.records.empty() && qs.records.back().serial >= serial) return;  // covered already
-  // Bounded: past kMaxRecords outstanding, the newest stands for the frees before it
-  // too (a later fence covers them; waits for them get coarser, never wrong).
-  if (qs.records.size() >= kMaxRecords)
-    qs.records.back() = {serial, value};
-  else
-    qs.records.push_back({serial, value});
+  fences.record(queue, serial, value);
 }
 
 void allocator::state::wait_for_free_serial(queue_id queue, std::uint64_t serial) {
@@ -477,27 +438,33 @@ void allocator::state::wait_for_free_serial(queue_id queue, std::uint64_t serial
   std::optional<fence> oldest;
   {
     std::lock_guard lock(mutex);
-    for (const queue_record& record : queues[queue].records) {
-      if (record.serial >= serial) {
-        oldest = fence{queue, record.value};
-        break;
-      }
-    }
+    oldest = fences.find_covering(queue, serial);
   }
   if (oldest) device.wait(*oldest);
   refresh_fences();
 }
 
+void allocator::state::count_pages(const arena::page_counts& counts) {
+  const std::size_t g = vm->get_page_size();
+  stats.maps += counts.mapped;
+  stats.unmaps += counts.unmapped;
+  stats.backend_allocations += counts.created;
+  stats.backend_frees += counts.released;
+  stats.reserved_bytes = stats.reserved_bytes + counts.created * g - counts.released * g;
+  stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
+  stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+}
+
 void allocator::state::release_deferred_locked() {
   auto safe = [&](const deferred_block& d) {
     return std::all_of(d.queues.begin(), d.queues.end(),
-                       [&](queue_id q) { return safe_serial[q] >= d.serial; });
+                       [&](queue_id q) { return fences.is_safe(q, d.serial); });
   };
   for (auto it = deferred.begin(); it != deferred.end();) {
     if (safe(*it)) {
       block* b = it->b;
       if (b->owner->virtual_range)
-        arena_free(b, 0);
+        vm->free(b, 0);
       else
         owner_pool(b).release_deferred(b);
       it = deferred.erase(it);
@@ -508,7 +475,8 @@ void allocator::state::release_deferred_locked() {
 }
 
 std::size_t allocator::state::calculate_releasable() const {
-  return calculate_arena_releasable() + small.calculate_releasable() + large.calculate_releasable();
+  return (vm ? vm->calculate_releasable() : 0) + small.calculate_releasable() +
+         large.calculate_releasable();
 }
 
 void allocator::state::release_until(std::size_t target_reserved, released_memory& out) {
@@ -526,14 +494,16 @@ void allocator::state::release_until(std::size_t target_reserved, released_memor
     stats.segments--;
     pool->remove_segment(seg);
   }
-  release_idle_pages(target_reserved, out.pages);
+  if (vm && stats.reserved_bytes > target_reserved) {
+    count_pages(vm->release_idle(stats.reserved_bytes - target_reserved, out.pages));
+  }
   stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
   if (validating) validate_locked();
 }
 
 void allocator::state::give_back(const released_memory& released) {
   for (const released_segment& r : released.segments) device.free_segment(r.base, r.size);
-  give_back_pages(released.pages);
+  if (vm) vm->give_back(released.pages);
 }
 
 void allocator::state::trim_cache() {
@@ -615,7 +585,7 @@ void allocator::record_use(address_t address, queue_id queue) {
   std::lock_guard lock(s.mutex);
   block* b = s.find_live(address);
   if (!b) throw invalid_argument("[memkit::record_use] " + hex(address) + " is not a live block");
-  if (queue >= s.queues.size()) {
+  if (queue >= s.fences.get_queue_count()) {
     throw invalid_argument("[memkit::record_use] queue " + std::to_string(queue) +
                            " does not exist");
   }
@@ -683,7 +653,7 @@ std::vector<segment_view> allocator::calculate_segments() const {
       views.push_back(std::move(v));
     }
   }
-  state_->add_arena_views(views);
+  if (state_->vm) state_->vm->add_views(views);
   std::sort(views.begin(), views.end(),
             [](const segment_view& a, const segment_view& b) { return a.base < b.base; });
   return views;
@@ -701,11 +671,7 @@ statistics allocator::state::recount_locked_caches() const {
   small.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
   large.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
   std::size_t reserved = live_bytes + free_bytes;
-  if (arena) {
-    std::size_t unmapped_addresses = 0;
-    arena->range.validate(&live_bytes, &unmapped_addresses, &live_blocks, &requested);
-    reserved += (arena->mapped_pages + arena->held_unmapped) * arena->page_size;
-  }
+  if (vm) reserved += vm->recount(&live_bytes, &live_blocks, &requested);
   std::size_t parked_bytes = 0, parked_blocks = 0;
   for (thread_cache* cache : caches) {
     parked_bytes += cache->get_parked_bytes();
@@ -741,7 +707,7 @@ void allocator::state::validate_locked() const {
     check(b->live && b->owner->base + b->offset == address, "a live entry points at a wrong block");
   });
   for (const deferred_block& d : deferred) check(d.b->deferred, "a deferred block is not marked");
-  validate_arena_locked();
+  if (vm) vm->validate(in_flight_blocks > 0);
 }
 
 statistics allocator::calculate_statistics() const {

@@ -4,16 +4,16 @@
 
 #include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "allocator/arena.hpp"
+#include "allocator/fences.hpp"
 #include "allocator/thread_cache.hpp"
 #include "memkit/allocator.hpp"
-#include "placement/page_map.hpp"
 #include "pools/address_map.hpp"
 #include "pools/segment_pool.hpp"
 
@@ -33,16 +33,6 @@ inline std::string hex(address_t a) {
   return buf;
 }
 
-// Fences recorded on one queue, to learn when blocks freed there are safe everywhere.
-struct queue_record {
-  std::uint64_t serial;  // every block freed on the queue with free_serial <= serial ...
-  std::uint64_t value;   // ... is safe once this fence completes
-};
-struct queue_state {
-  std::uint64_t last_free_serial = 0;  // latest free touching this queue
-  std::deque<queue_record> records;    // outstanding fences, oldest first
-};
-
 // A freed block that other queues used too (record_use): reusable once every
 // queue in `queues` is safe past `serial`.
 struct deferred_block {
@@ -56,48 +46,18 @@ struct released_segment {
   std::size_t size;
 };
 
-// The virtual-memory arena: large blocks are placed in one reserved address range
-// (`range`, a pool with a single segment) and physical pages are mapped only
-// under live blocks. A page stays mapped when its last block is freed (idle) and
-// is unmapped only when its physical page is needed elsewhere or released.
-//   reserved pages == mapped pages + pages being mapped
-//   users(page) == live blocks touching the page;  users > 0 => mapped or busy
-struct vm_arena {
-  vm_arena(const std::uint64_t* safe_serial) : range(false, safe_serial) {}
-  segment_pool range;               // placement of blocks in the address range
-  placement::page_map pages;        // one entry per granule of the range
-  address_t base = 0;               // start of the reserved range
-  std::size_t size = 0;             // bytes of the range
-  std::size_t page_size = 0;        // the backend's granularity
-  std::size_t mapped_pages = 0;     // pages with a physical page mapped now
-  std::size_t held_unmapped = 0;    // stolen pages between unmap and map (still reserved)
-  std::uint32_t fences_wanted = 0;  // frees that leave pages idle and record a fence,
-                                    // left (reset while pages move or requests wait)
-  bool placed_any = false;          // a block was ever placed
-  queue_id sole_queue = 0;          // the queue of every block so far, while only_one_queue
-  bool only_one_queue = true;       // then free ranges merge by queue (segment_pool::can_merge)
-};
-
-// One page to map under a new block: where, and which physical page.
-struct page_plan {
-  std::uint32_t index;                                     // page of the arena
-  page_id physical;                                        // 0: create one
-  std::uint32_t stolen_from = placement::page_map::kNone;  // idle page to unmap first
-};
-
 struct allocator::state {
   state(backend& b, const allocator_options& options);
 
   backend& device;
-  device_facts facts;                      // copied once: the hot path reads it lock-free
-  mutable std::mutex mutex;                // guards everything below
-  std::condition_variable pages_mapped;    // signalled when busy pages finish mapping
-  std::vector<std::uint64_t> safe_serial;  // per queue: frees up to here are safe everywhere
-  std::vector<queue_state> queues;         // per queue: fences recorded, latest free
-  segment_pool small;                      // requests <= 1 MiB
-  segment_pool large;                      // larger requests, policy segments
-  std::unique_ptr<vm_arena> arena;         // larger requests, policy arena
-  pools::address_map<block> live;          // live blocks by address
+  device_facts facts;                    // copied once: the hot path reads it lock-free
+  mutable std::mutex mutex;              // guards everything below
+  std::condition_variable pages_mapped;  // signalled when busy pages finish mapping
+  fence_tracker fences;                  // per queue: fences recorded, frees safe everywhere
+  segment_pool small;                    // requests <= 1 MiB
+  segment_pool large;                    // larger requests, policy segments
+  std::unique_ptr<arena> vm;             // larger requests, policy arena
+  pools::address_map<block> live;        // live blocks by address
   std::unordered_map<block*, std::vector<queue_id>> extra_uses;  // record_use
   std::vector<deferred_block> deferred;  // freed blocks waiting on other queues
   statistics stats;                      // the cheap counters
@@ -111,7 +71,6 @@ struct allocator::state {
   std::uint64_t stamp_counter = 0;  // hand-outs so far: each live block's stamp
   bool validating = false;
   bool thread_caching = true;         // small frees park in per-thread caches
-  double arena_slack = 0.0;           // arena: grow rather than remap within this
   const std::uint64_t id;             // unique per allocator, for thread-local lookup
   std::vector<thread_cache*> caches;  // every thread's cache; guarded by the registry
 
@@ -143,15 +102,15 @@ struct allocator::state {
   }
   segment_pool& pool_for(std::size_t size) { return size <= pools::kSmallRequest ? small : large; }
   segment_pool& owner_pool(const block* b) {
-    return b->owner->small ? small : b->owner->virtual_range ? arena->range : large;
+    return b->owner->small ? small : b->owner->virtual_range ? vm->get_range() : large;
   }
-  bool uses_arena(std::size_t size) const { return arena && size > pools::kSmallRequest; }
+  bool uses_arena(std::size_t size) const { return vm && size > pools::kSmallRequest; }
   std::size_t segment_size_for(std::size_t size) const;
 
   allocation on_allocated(block* b, std::size_t bytes, bool hit);
   // `handed` receives the block, for the thread cache to remember.
   allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue, block** handed);
-  // Whether to record a fence now (see arena_free): the pages it left idle can
+  // Whether to record a fence now (see arena::free): the pages it left idle can
   // then move without waiting for everything queued after this free.
   bool free_locked(block* b, address_t address);
   void refresh_fences();
@@ -159,7 +118,7 @@ struct allocator::state {
   // none given); returns whether there were any.
   bool wait_for_queued_work(std::optional<queue_id> only = std::nullopt);
   // Without the lock: a fence on `queue` for its frees up to `serial`. Called after a
-  // free that left arena pages idle while pages move (arena_free), so that those
+  // free that left arena pages idle while pages move (arena::free), so that those
   // pages can move later without draining the queue.
   void record_fence(queue_id queue, std::uint64_t serial);
   // Waits, without the lock, until blocks freed on `queue` up to `serial` are safe:
@@ -186,49 +145,8 @@ struct allocator::state {
   statistics recount_locked_caches() const;  // the caches are locked already
   [[noreturn]] void throw_out_of_memory(std::size_t bytes, queue_id queue);
 
-  // Arena (allocator/arena.cpp).
-  struct arena_request {
-    block* b = nullptr;            // the block placed in the range
-    queue_id previous_queue = 0;   // the queue its free range had
-    std::vector<page_plan> pages;  // pages to map under it
-    // Idle pages it touches, as they were: a cancelled request leaves them so (their
-    // last user's fence still guards them).
-    struct idle_page {
-      std::uint32_t index;
-      std::uint32_t queue;
-      std::uint64_t free_serial;
-    };
-    std::vector<idle_page> was_idle;
-    std::size_t creates = 0;        // physical pages to create
-    std::size_t shortfall = 0;      // bytes over the limit, when it failed
-    bool must_wait = false;         // another thread is mapping one of its pages
-    bool wait_would_help = false;   // past the slack, while idle pages wait on this queue's work
-    std::uint64_t wait_serial = 0;  // then: frees on this queue up to here give enough of them
-  };
-  void create_arena();
-  void destroy_arena();
-  // Under the lock: places a block and plans its pages (stealing idle pages,
-  // least recently used first, before creating any) within `limit`. On failure
-  // changes nothing and sets shortfall.
-  bool arena_take(std::size_t size, queue_id queue, std::size_t limit, arena_request& r);
-  // Without the lock: unmaps stolen pages, creates and maps the rest. False when
-  // the backend had no room for a new page.
-  bool arena_map(arena_request& r);
-  // Under the lock: records the mapping, or undoes the request when mapping failed
-  // (the physical pages in hand go to `to_release`, for give_back_pages).
-  void arena_finish(arena_request& r, bool mapped, std::vector<page_plan>& to_release);
-  // Under the lock: gives the block back and drops its pages' users.
-  void arena_cancel(arena_request& r);
-  // Under the lock: undoes a plan before any backend call was made.
-  void arena_abandon(arena_request& r);
-  // Whether a fence should be recorded for it: it left pages idle while pages move.
-  bool arena_free(block* b, std::uint64_t serial);
-  std::size_t calculate_arena_releasable() const;
-  // Under the lock: takes idle pages out (LRU first) until reserved <= target.
-  void release_idle_pages(std::size_t target_reserved, std::vector<page_plan>& out);
-  void give_back_pages(const std::vector<page_plan>& pages);
-  void validate_arena_locked() const;
-  void add_arena_views(std::vector<segment_view>& views) const;
+  // The arena's page counts into the statistics.
+  void count_pages(const arena::page_counts& counts);
 };
 
 }  // namespace memkit

@@ -74,7 +74,7 @@ std::size_t allocator::state::flush_thread_cache_locked(thread_cache& cache) {
   cache.drain([&](block* b) {
     live.erase(b->owner->base + b->offset);
     owner_pool(b).give_back(b, ++free_serial);
-    queues[b->queue].last_free_serial = free_serial;
+    fences.note_free(b->queue, free_serial);
   });
   cache.unlock();
   stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;

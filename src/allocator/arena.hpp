@@ -1,0 +1,139 @@
+// The virtual-memory arena: large blocks placed in one reserved address range,
+// physical pages mapped only under live blocks. Design and invariants:
+// include/memkit/allocator.hpp.
+//
+// The caller's lock guards every method but those marked "without the lock",
+// which call the backend and must run with it released. The arena reads the
+// allocator only through what it is given: the fences (safe serials), and per
+// request a budget; what it changes in the allocator's counters it returns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "allocator/fences.hpp"
+#include "memkit/allocator.hpp"
+#include "placement/page_map.hpp"
+#include "pools/segment_pool.hpp"
+
+namespace memkit {
+
+// One page to map under a new block (or to give back): where, and which physical page.
+struct page_plan {
+  std::uint32_t index;                                     // page of the arena
+  page_id physical;                                        // 0: create one
+  std::uint32_t stolen_from = placement::page_map::kNone;  // idle page to unmap first
+};
+
+class arena {
+ public:
+  // What placing a block may use, from the allocator's counters.
+  struct budget {
+    std::size_t limit = 0;        // reserved bytes may not pass it
+    std::size_t in_use = 0;       // reserved bytes, and bytes being reserved outside the lock
+    std::size_t peak_active = 0;  // new pages are made while in_use <= (1 + slack) * this
+  };
+  // Pages a call mapped, unmapped, created and released: for the allocator's
+  // counters (reserved bytes change by (created - released) pages).
+  struct page_counts {
+    std::size_t mapped = 0;
+    std::size_t unmapped = 0;
+    std::size_t created = 0;
+    std::size_t released = 0;
+  };
+  // A block placed and the pages to map under it, between take and finish.
+  struct request {
+    pools::block* b = nullptr;     // the block placed in the range
+    queue_id previous_queue = 0;   // the queue its free range had
+    std::vector<page_plan> pages;  // pages to map under it
+    // Idle pages it touches, as they were: a cancelled request leaves them so (their
+    // last user's fence still guards them).
+    struct idle_page {
+      std::uint32_t index;
+      std::uint32_t queue;
+      std::uint64_t free_serial;
+    };
+    std::vector<idle_page> was_idle;
+    std::size_t creates = 0;        // physical pages to create
+    std::size_t reserving = 0;      // their bytes: reserved, for the caller, until finish/abandon
+    std::size_t shortfall = 0;      // bytes over the limit, when it failed
+    bool must_wait = false;         // another thread is mapping one of its pages
+    bool wait_would_help = false;   // past the slack, while idle pages wait on this queue's work
+    std::uint64_t wait_serial = 0;  // then: frees on this queue up to here give enough of them
+  };
+
+  // Without the lock: reserves a range of 8x the device's memory (halved until the
+  // backend agrees); null when it has no addresses. `slack`: see arena_slack.
+  static std::unique_ptr<arena> create(backend& device, const device_facts& facts,
+                                       const fence_tracker& fences, double slack);
+  arena(backend& device, const fence_tracker& fences, double slack, address_t base,
+        std::size_t size, std::size_t page_size);
+  ~arena();  // without the lock: unmaps and releases every page, then the range
+  arena(const arena&) = delete;
+  arena& operator=(const arena&) = delete;
+
+  // Places a block and plans its pages (stealing idle pages, least recently used
+  // first, for what the slack does not allow to create) within the budget's limit.
+  // On failure changes no page and sets shortfall.
+  bool take(std::size_t size, queue_id queue, const budget& room, request& r);
+  // Without the lock: unmaps stolen pages, creates and maps the rest. False when
+  // the backend had no room for a new page or a call failed.
+  bool map(request& r);
+  // Records the mapping, or undoes the request when mapping failed (the physical
+  // pages in hand go to `to_release`, for give_back).
+  page_counts finish(request& r, bool mapped, std::vector<page_plan>& to_release);
+  // Gives the block back and drops its pages' users.
+  void cancel(request& r);
+  // Undoes a plan before any backend call was made.
+  void abandon(request& r);
+  // Frees a live (or deferred) block. Whether the caller should record a fence
+  // after it: it left pages idle while pages move.
+  bool free(pools::block* b, std::uint64_t serial);
+  // While no page of the block is being mapped; then whether all are mapped.
+  bool is_settled(const pools::block* b) const;
+  bool is_mapped(const pools::block* b) const;
+
+  // Bytes of idle pages whose work completed.
+  std::size_t calculate_releasable() const;
+  // Takes such idle pages out, least recently used first, until at least `bytes`
+  // are (or none is left).
+  page_counts release_idle(std::size_t bytes, std::vector<page_plan>& out);
+  // Without the lock: unmaps (where stolen_from is set) and releases the pages.
+  void give_back(const std::vector<page_plan>& pages);
+
+  void merge_unmerged() { range_.merge_unmerged(); }
+  pools::segment_pool& get_range() { return range_; }
+  std::size_t get_page_size() const { return page_size_; }
+  // Adds the range's blocks to the counts (as segment_pool::validate); returns the
+  // reserved bytes (mapped pages and pages in flight).
+  std::size_t recount(std::size_t* live_bytes, std::size_t* live_blocks,
+                      std::size_t* requested) const;
+  // Throws invariant_violation. With blocks in flight, a live page may be unmapped.
+  void validate(bool blocks_in_flight) const;
+  void add_views(std::vector<segment_view>& views) const;  // one per run of mapped pages
+
+ private:
+  pools::block* take_most_mapped(std::size_t size, queue_id queue, queue_id* previous_queue);
+  std::uint32_t first_page(const pools::block* b) const;
+  std::uint32_t last_page(const pools::block* b) const;
+
+  backend& device_;
+  const fence_tracker& fences_;
+  const double slack_;
+  const address_t base_;             // start of the reserved range
+  const std::size_t size_;           // bytes of the range
+  const std::size_t page_size_;      // the backend's granularity
+  pools::segment_pool range_;        // placement of blocks in the range (a single segment)
+  placement::page_map pages_;        // one entry per page of the range
+  std::size_t mapped_pages_ = 0;     // pages with a physical page mapped now
+  std::size_t held_unmapped_ = 0;    // stolen pages between unmap and map (still reserved)
+  std::uint32_t fences_wanted_ = 0;  // frees that leave pages idle and record a fence,
+                                     // left (reset while pages move or requests wait)
+  bool placed_any_ = false;          // a block was ever placed
+  queue_id sole_queue_ = 0;          // the queue of every block so far, while only_one_queue_
+  bool only_one_queue_ = true;       // then free ranges merge by queue (segment_pool::can_merge)
+};
+
+}  // namespace memkit

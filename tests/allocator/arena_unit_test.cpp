@@ -1,0 +1,308 @@
+// The arena through its own interface: a fence tracker, a sim backend and the
+// budget the allocator would pass; the test keeps the counters the allocator would.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "allocator/arena.hpp"
+#include "memkit/memkit.hpp"
+
+namespace memkit {
+namespace {
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+constexpr std::size_t kPage = 2 * MiB;  // the sim's granularity
+
+struct arena_test {
+  explicit arena_test(double slack, std::size_t capacity = std::size_t{1} << 30)
+      : device(make_options(capacity)),
+        vm(arena::create(device, device.get_facts(), fences, slack)) {}
+
+  static sim_options make_options(std::size_t capacity) {
+    sim_options o;
+    o.capacity = capacity;
+    o.queue_count = 1;
+    return o;
+  }
+
+  arena::budget room() const { return {std::size_t{1} << 40, reserved, peak_active}; }
+
+  void count(const arena::page_counts& c) {
+    reserved = reserved + c.created * kPage - c.released * kPage;
+    maps += c.mapped;
+    unmaps += c.unmapped;
+  }
+
+  // take, map and finish, as the allocator's slow path does.
+  pools::block* place(std::size_t size, arena::request* kept = nullptr) {
+    arena::request r;
+    EXPECT_TRUE(vm->take(size, 0, room(), r));
+    if (!r.b) return nullptr;
+    std::vector<page_plan> to_release;
+    count(vm->finish(r, vm->map(r), to_release));
+    EXPECT_TRUE(to_release.empty());
+    EXPECT_TRUE(vm->is_settled(r.b) && vm->is_mapped(r.b));
+    pools::block* b = r.b;
+    active += b->size;
+    peak_active = std::max(peak_active, active);
+    if (kept) *kept = std::move(r);
+    return b;
+  }
+
+  void free(pools::block* b) {
+    active -= b->size;
+    ++serial;
+    fences.note_free(b->queue, serial);
+    vm->free(b, serial);
+  }
+
+  // Every free so far is known complete.
+  void complete_all() {
+    const fence_tracker::refresh_plan plan = fences.plan_refresh(serial);
+    fences.apply_refresh(plan, std::vector<std::uint64_t>(plan.record.size(), 1),
+                         std::vector<std::uint64_t>(plan.poll.size(), 1));
+  }
+
+  std::uint32_t page_of(const pools::block* b) const {
+    return static_cast<std::uint32_t>(b->offset / kPage);
+  }
+
+  sim_backend device;
+  fence_tracker fences{1};
+  std::unique_ptr<arena> vm;
+  std::size_t reserved = 0, active = 0, peak_active = 0, maps = 0, unmaps = 0;
+  std::uint64_t serial = 0;
+};
+
+// The reserved bytes the arena counts from its pages.
+std::size_t recounted(const arena& vm) {
+  std::size_t live_bytes = 0, live_blocks = 0, requested = 0;
+  return vm.recount(&live_bytes, &live_blocks, &requested);
+}
+
+// The layout of mapped pages and the blocks on them, comparable.
+std::vector<std::size_t> layout(const arena& vm) {
+  std::vector<segment_view> views;
+  vm.add_views(views);
+  std::vector<std::size_t> out;
+  for (const segment_view& v : views) {
+    out.push_back(v.base);
+    out.push_back(v.size);
+    for (const block_view& b : v.blocks) {
+      out.insert(out.end(), {b.offset, b.size, b.requested, std::size_t{b.live}});
+    }
+  }
+  return out;
+}
+
+TEST(arena_unit, placement_reuses_mapped_pages) {
+  arena_test t(0.0);
+  ASSERT_TRUE(t.vm);
+  pools::block* a = t.place(8 * MiB);
+  EXPECT_EQ(t.maps, 4u);
+  EXPECT_EQ(t.reserved, 8 * MiB);
+  const std::size_t offset = a->offset;
+  t.free(a);
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(8 * MiB, 0, t.room(), r));
+  EXPECT_EQ(r.b->offset, offset);
+  EXPECT_TRUE(r.pages.empty()) << "its pages are mapped already";
+  EXPECT_FALSE(r.must_wait);
+  EXPECT_EQ(r.reserving, 0u);
+  EXPECT_TRUE(t.vm->is_mapped(r.b));
+  EXPECT_NO_THROW(t.vm->validate(false));
+}
+
+// A 16 MiB hole (8 idle pages) beside 8 MiB in use, and a 20 MiB request that
+// does not fit in the hole: new pages only within the slack, the rest moved.
+TEST(arena_unit, the_slack_bounds_reserved) {
+  for (const double slack : {0.0, 0.25, 1.0}) {
+    arena_test t(slack);
+    pools::block* a = t.place(16 * MiB);
+    pools::block* b = t.place(8 * MiB);
+    t.free(a);
+    t.complete_all();
+    arena::request r;
+    ASSERT_TRUE(t.vm->take(20 * MiB, 0, t.room(), r));
+    const auto stolen = std::count_if(r.pages.begin(), r.pages.end(), [](const page_plan& p) {
+      return p.stolen_from != placement::page_map::kNone;
+    });
+    // Room for (1 + slack) * 24 MiB - 24 MiB in new pages.
+    const std::size_t room_pages = static_cast<std::size_t>(24.0 * slack) * MiB / kPage;
+    const std::size_t creates = std::min<std::size_t>(10, std::max<std::size_t>(room_pages, 2));
+    EXPECT_EQ(r.creates, creates) << "slack " << slack;
+    EXPECT_EQ(static_cast<std::size_t>(stolen), 10 - creates) << "slack " << slack;
+    EXPECT_EQ(r.reserving, creates * kPage);
+    std::vector<page_plan> to_release;
+    t.count(t.vm->finish(r, t.vm->map(r), to_release));
+    t.active += r.b->size;
+    t.peak_active = std::max(t.peak_active, t.active);
+    EXPECT_EQ(t.unmaps, 10 - creates);
+    EXPECT_LE(static_cast<double>(t.reserved),
+              std::max(1.0 + slack, 1.0) * static_cast<double>(t.peak_active) + 1.0);
+    EXPECT_EQ(recounted(*t.vm), t.reserved);
+    EXPECT_NO_THROW(t.vm->validate(false));
+    t.free(b);
+  }
+}
+
+TEST(arena_unit, idle_pages_are_stolen_least_recently_used_first) {
+  arena_test t(0.0);
+  // One-page blocks, each between live ones: no hole fits two pages.
+  std::vector<pools::block*> blocks;
+  for (int i = 0; i < 7; ++i) blocks.push_back(t.place(kPage));
+  pools::block* x = blocks[1];
+  pools::block* y = blocks[3];
+  pools::block* w = blocks[5];
+  const std::uint32_t x_page = t.page_of(x), y_page = t.page_of(y), w_page = t.page_of(w);
+  t.free(x);
+  t.free(y);
+  t.free(w);
+  t.complete_all();
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(2 * kPage, 0, t.room(), r));
+  ASSERT_EQ(r.pages.size(), 2u);
+  EXPECT_EQ(r.pages[0].stolen_from, x_page) << "the least recently idle page first";
+  EXPECT_EQ(r.pages[1].stolen_from, y_page);
+  EXPECT_EQ(r.creates, 0u);
+  std::vector<page_plan> to_release;
+  t.count(t.vm->finish(r, t.vm->map(r), to_release));
+  EXPECT_EQ(t.vm->calculate_releasable(), kPage) << "only w's page stays idle";
+  std::vector<page_plan> released;
+  t.count(t.vm->release_idle(1, released));
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].index, w_page);
+  t.vm->give_back(released);
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_NO_THROW(t.vm->validate(false));
+}
+
+// An idle page whose last user's work has not completed stays where it is; the
+// request says that waiting for this queue's work would give it the page.
+TEST(arena_unit, an_idle_page_moves_only_once_its_work_completed) {
+  arena_test t(0.0);
+  pools::block* a = t.place(kPage);
+  pools::block* b = t.place(kPage);
+  t.free(a);
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(2 * kPage, 0, t.room(), r));
+  EXPECT_EQ(r.creates, 2u);
+  EXPECT_TRUE(r.wait_would_help);
+  EXPECT_EQ(r.wait_serial, t.serial);
+  t.vm->abandon(r);
+  t.complete_all();
+  ASSERT_TRUE(t.vm->take(2 * kPage, 0, t.room(), r = {}));
+  EXPECT_EQ(r.creates, 1u) << "one page moved";
+  EXPECT_FALSE(r.wait_would_help);
+  t.vm->abandon(r);
+  t.free(b);
+  EXPECT_NO_THROW(t.vm->validate(false));
+}
+
+TEST(arena_unit, a_cancelled_request_restores_state) {
+  arena_test t(0.0);
+  pools::block* a = t.place(8 * MiB);
+  pools::block* b = t.place(8 * MiB);
+  t.free(a);
+  t.complete_all();
+  const std::vector<std::size_t> before = layout(*t.vm);
+  const std::size_t releasable = t.vm->calculate_releasable();
+  const std::size_t reserved = recounted(*t.vm);
+
+  // Abandoned before any backend call: the stolen pages go back where they were.
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(12 * MiB, 0, t.room(), r));
+  EXPECT_EQ(r.creates, 2u);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.vm->abandon(r);
+  EXPECT_EQ(layout(*t.vm), before);
+  EXPECT_EQ(t.vm->calculate_releasable(), releasable);
+  EXPECT_EQ(recounted(*t.vm), reserved);
+  EXPECT_NO_THROW(t.vm->validate(false));
+
+  // Placed on mapped pages and cancelled: the block goes, its pages stay idle.
+  ASSERT_TRUE(t.vm->take(8 * MiB, 0, t.room(), r = {}));
+  ASSERT_TRUE(r.pages.empty());
+  t.vm->cancel(r);
+  EXPECT_EQ(layout(*t.vm), before);
+  EXPECT_EQ(t.vm->calculate_releasable(), releasable) << "their fences still hold";
+
+  // Over the limit: nothing changes.
+  arena::budget tight = t.room();
+  tight.limit = t.reserved;
+  ASSERT_FALSE(t.vm->take(40 * MiB, 0, tight, r = {}));
+  EXPECT_GT(r.shortfall, 0u);
+  EXPECT_EQ(layout(*t.vm), before);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.free(b);
+}
+
+// A failed mapping: the pages in hand go to the caller to release and the arena
+// is as it was, less the pages it stole.
+TEST(arena_unit, a_failed_mapping_hands_back_its_pages) {
+  arena_test t(0.0, 16 * MiB);  // room for 8 physical pages
+  pools::block* a = t.place(8 * MiB);
+  pools::block* b = t.place(8 * MiB);
+  t.free(a);
+  t.complete_all();
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(12 * MiB, 0, t.room(), r));
+  ASSERT_EQ(r.creates, 2u);
+  const bool mapped = t.vm->map(r);  // the device has no room for the 2 new pages
+  EXPECT_FALSE(mapped);
+  std::vector<page_plan> to_release;
+  const arena::page_counts c = t.vm->finish(r, mapped, to_release);
+  EXPECT_EQ(c.mapped, 0u);
+  EXPECT_EQ(c.unmapped, 4u);
+  EXPECT_EQ(c.released, 4u);
+  EXPECT_EQ(to_release.size(), 4u);
+  t.vm->give_back(to_release);
+  t.count(c);
+  EXPECT_EQ(t.reserved, 8 * MiB);
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_EQ(t.vm->calculate_releasable(), 0u);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.free(b);
+}
+
+// Validation and the recount agree with the counts the arena returned, through a
+// run of places, frees, completions and releases.
+TEST(arena_unit, validation_passes_through_a_random_run) {
+  for (const double slack : {0.0, 0.02}) {
+    arena_test t(slack, std::size_t{4} << 30);
+    std::mt19937 rng(7);
+    std::vector<pools::block*> live;
+    for (int step = 0; step < 2000; ++step) {
+      const auto op = rng() % 10;
+      if (live.empty() || (op < 5 && t.active < 256 * MiB)) {
+        pools::block* b = t.place((1 + rng() % 24) * MiB + (rng() % 4) * 512);
+        ASSERT_NE(b, nullptr) << "step " << step;
+        live.push_back(b);
+      } else if (op < 9 || t.active >= 256 * MiB) {
+        const std::size_t i = rng() % live.size();
+        t.free(live[i]);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      } else if (rng() % 2) {
+        t.complete_all();
+      } else {
+        std::vector<page_plan> released;
+        t.count(t.vm->release_idle(t.vm->calculate_releasable() / 2, released));
+        t.vm->give_back(released);
+      }
+      ASSERT_NO_THROW(t.vm->validate(false)) << "step " << step;
+      std::size_t live_bytes = 0, live_blocks = 0, requested = 0;
+      ASSERT_EQ(t.vm->recount(&live_bytes, &live_blocks, &requested), t.reserved);
+      ASSERT_EQ(live_blocks, live.size());
+      ASSERT_EQ(live_bytes, t.active);
+    }
+    EXPECT_GT(t.unmaps, 0u) << "pages moved";
+    for (pools::block* b : live) t.free(b);
+    EXPECT_NO_THROW(t.vm->validate(false));
+  }
+}
+
+}  // namespace
+}  // namespace memkit
