@@ -220,6 +220,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
   bool waited = false;
   bool flushed = false;
   bool backend_full = false;
+  arena::loop_note loop_note;  // the loop plan sees the request once, however often retried
   for (;;) {
     enum { grow, map_pages, release, refresh, wait } plan = grow;
     std::uint64_t wait_serial = 0;  // past the arena's slack: wait for this queue up to here
@@ -233,7 +234,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       std::size_t shortfall = 0;
       bool planned = false;  // the arena chose what to do next
       if (in_arena) {
-        if (vm->take(size, queue, {limit, used, stats.peak_active_bytes}, request)) {
+        if (vm->take(size, queue, {limit, used, stats.peak_active_bytes}, loop_note, request)) {
           reserving += request.reserving;
           planned = true;
           auto abandon = [&] {

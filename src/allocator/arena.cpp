@@ -3,6 +3,8 @@
 #include "allocator/arena.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -26,6 +28,8 @@ constexpr std::size_t kWindowPageScan = 4096;
 // Frees that record a fence after pages moved or a request waited for them: while
 // pages move, a wait for some of them need not wait for all the work queued since.
 constexpr std::uint32_t kFencesAfterMoves = 4096;
+
+std::size_t align_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
 
 std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
   return static_cast<std::uint32_t>(offset / page_size);
@@ -114,6 +118,13 @@ arena::arena(backend& device, const fence_tracker& fences, double slack, address
 }
 
 arena::~arena() {
+  if (std::getenv("MEMKIT_DEBUG_LOOP"))
+    std::fprintf(
+        stderr,
+        "loop: phase %d period %zu load %llu height %llu missed %llu losses %llu regions %zu\n",
+        (int)loop_.get_phase(), loop_.get_period(), (unsigned long long)loop_.get_load(),
+        (unsigned long long)loop_.get_region_bytes(), (unsigned long long)loop_.get_missed(),
+        (unsigned long long)loop_.get_losses(), regions_.size());
   const std::size_t g = page_size_;
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
     const page_map::page& p = pages_.get(i);
@@ -124,20 +135,95 @@ arena::~arena() {
   device_.release_range(base_, size_);
 }
 
-std::uint32_t arena::first_page(const block* b) const { return page_of(b->offset, page_size_); }
+// A block's offset is from its segment: the range's, or a region's inside it.
+std::uint32_t arena::first_page(const block* b) const {
+  return page_of(b->owner->base - base_ + b->offset, page_size_);
+}
 std::uint32_t arena::last_page(const block* b) const {
-  return page_of(b->offset + b->size - 1, page_size_);
+  return page_of(b->owner->base - base_ + b->offset + b->size - 1, page_size_);
 }
 
-bool arena::take(std::size_t size, queue_id queue, const budget& room, request& r) {
-  const std::size_t g = page_size_;
+pools::segment_pool& arena::pool_of(const block* b) {
+  if (b->owner == range_.get_segments().front()) return range_;
+  for (auto& region : regions_) {
+    if (region->pool.get_segments().front() == b->owner) return region->pool;
+  }
+  throw invariant_violation("[memkit::arena::pool_of] a block of no pool of the arena");
+}
+
+bool arena::is_placeholder(const block* b) const {
+  for (const auto& region : regions_) {
+    if (region->placeholder == b) return true;
+  }
+  return false;
+}
+
+void arena::merge_unmerged() {
+  range_.merge_unmerged();
+  for (auto& region : regions_) region->pool.merge_unmerged();
+}
+
+void arena::make_region(queue_id queue) {
+  const std::size_t bytes = align_up(loop_.get_region_bytes(), page_size_);
+  // Page-aligned, so that the plan's blocks share pages only with each other.
+  // It is made at the loop's cut, where the blocks of the repetition before have
+  // gone: where their pages are most mapped, few need to move.
+  queue_id previous = 0;
+  block* place = take_most_mapped(bytes + page_size_, queue, &previous);
+  if (!place) place = range_.take(bytes + page_size_, queue);
+  if (!place) return;  // no addresses: the loop stays online
+  loop_.set_region_ready();
+  auto region = std::make_unique<plan_region>(fences_.get_safe_serials());
+  region->placeholder = place;
+  const std::size_t start = align_up(place->offset, page_size_);
+  region->pool.set_index_by_address(true);
+  region->pool.add_free_segment(base_ + start, bytes);
+  region->pool.set_page_size(page_size_);
+  region->pool.set_merge_by_queue(only_one_queue_);
+  regions_.push_back(std::move(region));
+}
+
+block* arena::take_planned(std::uint64_t offset, std::size_t size, queue_id queue,
+                           queue_id* previous_queue) {
+  if (regions_.empty()) return nullptr;
+  pools::segment_pool& pool = regions_.back()->pool;
+  const block* free_range = pool.find_free_at(offset, size);
+  if (!free_range || (free_range->queue != queue && !pool.is_safe(free_range))) return nullptr;
+  return pool.take_at(free_range, offset, size, queue, previous_queue);
+}
+
+bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note& note,
+                 request& r) {
   if (!placed_any_) {
     placed_any_ = true;
     sole_queue_ = queue;
   } else if (only_one_queue_ && queue != sole_queue_) {
     only_one_queue_ = false;
     range_.set_merge_by_queue(false);
+    for (auto& region : regions_) region->pool.set_merge_by_queue(false);
   }
+  if (!note.noted) {
+    note.noted = true;
+    note.serial = loop_.on_request(size);
+    note.offset = loop_.get_offset();
+    if (loop_.get_region_bytes() > 0 && !loop_.is_region_ready()) make_region(queue);
+  }
+  block* b = nullptr;
+  if (note.offset != placement::loop_plan::kNone) {
+    b = take_planned(note.offset, size, queue, &r.previous_queue);
+    if (!b) loop_.on_missed();
+  }
+  if (!b) b = take_online(size, queue, r);
+  if (!b) {
+    r.shortfall = std::numeric_limits<std::size_t>::max();  // no addresses left
+    return false;
+  }
+  b->loop_serial = note.serial;
+  return plan_pages(b, queue, room, r);
+}
+
+block* arena::take_online(std::size_t size, queue_id queue, request& r) {
+  const std::size_t g = page_size_;
   // First choice: a free range whose pages are all mapped already where the block
   // would be cut, among the first few that fit; it costs no map call. With slack,
   // then the most-mapped place inside a free range. Otherwise best fit.
@@ -160,10 +246,11 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, request& 
       &r.previous_queue);
   if (!b && !near_only) b = take_most_mapped(size, queue, &r.previous_queue);
   if (!b) b = range_.take(size, queue, &r.previous_queue);
-  if (!b) {
-    r.shortfall = std::numeric_limits<std::size_t>::max();  // no addresses left
-    return false;
-  }
+  return b;
+}
+
+bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r) {
+  const std::size_t g = page_size_;
   const std::uint32_t first = first_page(b);
   const std::uint32_t last = last_page(b);
   std::size_t need = 0;
@@ -208,7 +295,7 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, request& 
   if (in_use + creates * g > room.limit) {
     r.shortfall = in_use + creates * g - room.limit;
     b->queue = r.previous_queue;
-    range_.give_back(b, b->free_serial);
+    pool_of(b).give_back(b, b->free_serial);
     return false;
   }
   r.b = b;
@@ -324,7 +411,7 @@ void arena::cancel(request& r) {
   const std::uint32_t last = last_page(b);
   b->queue = r.previous_queue;
   const std::uint64_t serial = b->free_serial;
-  range_.give_back(b, serial);
+  pool_of(b).give_back(b, serial);
   for (std::uint32_t i = first; i <= last; ++i) pages_.remove_user(i, r.previous_queue, serial);
   for (const request::idle_page& was : r.was_idle) {
     page_map::page& p = pages_.at(was.index);
@@ -352,10 +439,12 @@ bool arena::free(block* b, std::uint64_t serial) {
   const std::uint32_t first = first_page(b);
   const std::uint32_t last = last_page(b);
   const queue_id queue = b->queue;
+  loop_.on_free(b->loop_serial);
+  pools::segment_pool& pool = pool_of(b);
   if (b->deferred)
-    range_.release_deferred(b);
+    pool.release_deferred(b);
   else
-    range_.give_back(b, serial);
+    pool.give_back(b, serial);
   bool idled = false;
   for (std::uint32_t i = first; i <= last; ++i) idled |= pages_.remove_user(i, queue, serial);
   if (!idled || fences_wanted_ == 0) return false;
@@ -420,6 +509,12 @@ std::size_t arena::recount(std::size_t* live_bytes, std::size_t* live_blocks,
                            std::size_t* requested) const {
   std::size_t unmapped_addresses = 0;
   range_.validate(live_bytes, &unmapped_addresses, live_blocks, requested);
+  for (const auto& region : regions_) {
+    // The placeholder holds the region's addresses, not memory of its own.
+    *live_bytes -= region->placeholder->size;
+    *live_blocks -= 1;
+    region->pool.validate(live_bytes, &unmapped_addresses, live_blocks, requested);
+  }
   return (mapped_pages_ + held_unmapped_) * page_size_;
 }
 
@@ -428,14 +523,18 @@ void arena::validate(bool blocks_in_flight) const {
     if (!ok) throw invariant_violation(std::string("[memkit::validate] arena: ") + what);
   };
   std::vector<std::uint32_t> users(pages_.get_count(), 0);
-  for (const block* b = range_.get_segments().front()->first; b;
-       b = static_cast<const block*>(b->next_range)) {
-    if (!b->live && !b->deferred) continue;
-    const std::uint32_t first = first_page(b);
-    const std::uint32_t last = last_page(b);
-    check(last < users.size(), "a live block lies beyond the page map");
-    for (std::uint32_t i = first; i <= last; ++i) users[i]++;
-  }
+  auto count_users = [&](const pools::segment_pool& pool) {
+    for (const block* b = pool.get_segments().front()->first; b;
+         b = static_cast<const block*>(b->next_range)) {
+      if ((!b->live && !b->deferred) || is_placeholder(b)) continue;
+      const std::uint32_t first = first_page(b);
+      const std::uint32_t last = last_page(b);
+      check(last < users.size(), "a live block lies beyond the page map");
+      for (std::uint32_t i = first; i <= last; ++i) users[i]++;
+    }
+  };
+  count_users(range_);
+  for (const auto& region : regions_) count_users(region->pool);
   std::size_t mapped = 0, idle = 0;
   std::vector<std::uint64_t> physical;
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {

@@ -15,6 +15,7 @@
 
 #include "allocator/fences.hpp"
 #include "memkit/allocator.hpp"
+#include "placement/loop_plan.hpp"
 #include "placement/page_map.hpp"
 #include "pools/segment_pool.hpp"
 
@@ -64,6 +65,14 @@ class arena {
     std::uint64_t wait_serial = 0;  // then: frees on this queue up to here give enough of them
   };
 
+  // One program request as the loop plan saw it: noted once, however often the
+  // allocator retries it.
+  struct loop_note {
+    bool noted = false;
+    std::uint64_t serial = 0;                            // in the loop plan
+    std::uint64_t offset = placement::loop_plan::kNone;  // planned offset in the region
+  };
+
   // Without the lock: reserves a range of 8x the device's memory (halved until the
   // backend agrees); null when it has no addresses. `slack`: see arena_slack.
   static std::unique_ptr<arena> create(backend& device, const device_facts& facts,
@@ -77,7 +86,15 @@ class arena {
   // Places a block and plans its pages (stealing idle pages, least recently used
   // first, for what the slack does not allow to create) within the budget's limit.
   // On failure changes no page and sets shortfall.
-  bool take(std::size_t size, queue_id queue, const budget& room, request& r);
+  // A request of a learned loop goes to its planned place in the plan's region
+  // when that is free (placement/loop_plan.hpp); any other, or one whose place is
+  // still in use, is placed online.
+  bool take(std::size_t size, queue_id queue, const budget& room, loop_note& note, request& r);
+  // The same for a request that is never retried.
+  bool take(std::size_t size, queue_id queue, const budget& room, request& r) {
+    loop_note note;
+    return take(size, queue, room, note, r);
+  }
   // Without the lock: unmaps stolen pages, creates and maps the rest. False when
   // the backend had no room for a new page or a call failed.
   bool map(request& r);
@@ -103,8 +120,10 @@ class arena {
   // Without the lock: unmaps (where stolen_from is set) and releases the pages.
   void give_back(const std::vector<page_plan>& pages);
 
-  void merge_unmerged() { range_.merge_unmerged(); }
-  pools::segment_pool& get_range() { return range_; }
+  void merge_unmerged();
+  // The pool a block of the arena belongs to: the range or a plan's region.
+  pools::segment_pool& pool_of(const pools::block* b);
+  const placement::loop_plan& get_loop_plan() const { return loop_; }
   std::size_t get_page_size() const { return page_size_; }
   // Adds the range's blocks to the counts (as segment_pool::validate); returns the
   // reserved bytes (mapped pages and pages in flight).
@@ -115,6 +134,20 @@ class arena {
   void add_views(std::vector<segment_view>& views) const;  // one per run of mapped pages
 
  private:
+  // A region where a learned loop's blocks go: a pool over a block of the range
+  // that the range keeps live (a placeholder, not an allocation).
+  struct plan_region {
+    explicit plan_region(const std::uint64_t* safe_serial) : pool(false, safe_serial) {}
+    pools::block* placeholder = nullptr;  // its place in the range
+    pools::segment_pool pool;             // the planned blocks, at the plan's offsets
+  };
+  void make_region(queue_id queue);
+  pools::block* take_planned(std::uint64_t offset, std::size_t size, queue_id queue,
+                             queue_id* previous_queue);
+  bool is_placeholder(const pools::block* b) const;
+  pools::block* take_online(std::size_t size, queue_id queue, request& r);
+  // Counts the pages under a placed block and plans the ones to map (see take).
+  bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
   pools::block* take_most_mapped(std::size_t size, queue_id queue, queue_id* previous_queue);
   std::uint32_t first_page(const pools::block* b) const;
   std::uint32_t last_page(const pools::block* b) const;
@@ -134,6 +167,8 @@ class arena {
   bool placed_any_ = false;          // a block was ever placed
   queue_id sole_queue_ = 0;          // the queue of every block so far, while only_one_queue_
   bool only_one_queue_ = true;       // then free ranges merge by queue (segment_pool::can_merge)
+  placement::loop_plan loop_;        // learns a repeating sequence of requests and plans it
+  std::vector<std::unique_ptr<plan_region>> regions_;  // the current plan's is last
 };
 
 }  // namespace memkit

@@ -102,7 +102,7 @@ struct allocator::state {
   }
   segment_pool& pool_for(std::size_t size) { return size <= pools::kSmallRequest ? small : large; }
   segment_pool& owner_pool(const block* b) {
-    return b->owner->small ? small : b->owner->virtual_range ? vm->get_range() : large;
+    return b->owner->small ? small : b->owner->virtual_range ? vm->pool_of(b) : large;
   }
   bool uses_arena(std::size_t size) const { return vm && size > pools::kSmallRequest; }
   std::size_t segment_size_for(std::size_t size) const;

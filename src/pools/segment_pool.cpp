@@ -19,7 +19,7 @@ segment_pool::~segment_pool() {
 }
 
 block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
-  index_.remove(b);
+  unfile(b);
   // The top of a range stands apart from a block pending on a queue just below it
   // (so that other queues still find it free); that queue itself may use both at
   // once, as if they had merged, and the rest of the top stays as it was.
@@ -27,7 +27,7 @@ block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   if (merge_by_queue_ && !b->next_range && lower && !lower->live && lower->indexed &&
       lower->queue == queue && size > lower->size) {
     const std::uint64_t top_serial = b->free_serial;
-    index_.remove(lower);
+    unfile(lower);
     block* taken = carve_out(merge(lower, b), size, queue, false);
     if (auto* rest = static_cast<block*>(taken->next_range)) rest->free_serial = top_serial;
     return taken;
@@ -50,10 +50,10 @@ block* segment_pool::carve_out(block* b, std::size_t size, queue_id queue, bool 
       block* rest = split_off(b, b->size - size);  // b keeps the free low part
       if (b->is_listed()) list_unmerged(rest);
       std::swap(b, rest);
-      index_.insert(rest);
+      file(rest);
     } else {
       block* rest = split_off(b, size);
-      index_.insert(rest);
+      file(rest);
       auto* upper = static_cast<block*>(rest->next_range);
       if (upper && upper->indexed) list_unmerged(rest);  // it stays apart from upper
     }
@@ -69,15 +69,22 @@ block* segment_pool::take_at(const block* free_block, std::uint64_t start, std::
                              queue_id queue, queue_id* previous_queue) {
   auto* b = const_cast<block*>(free_block);
   if (previous_queue) *previous_queue = b->queue;
-  index_.remove(b);
+  unfile(b);
   if (start - b->offset >= kQuantum) {
     // The part below `start` stays free where it is.
     block* rest = split_off(b, start - b->offset);
-    index_.insert(b);
+    file(b);
     if (b->is_listed()) list_unmerged(rest);
     b = rest;
   }
   return carve_out(b, size, queue, false);
+}
+
+block* segment_pool::find_free_at(std::uint64_t offset, std::size_t size) const {
+  auto it = by_address_.upper_bound(offset);
+  if (it == by_address_.begin()) return nullptr;
+  block* b = std::prev(it)->second;
+  return b->offset + b->size >= offset + size ? b : nullptr;
 }
 
 bool segment_pool::place_high(const block* b, std::size_t size) const {
@@ -103,7 +110,7 @@ block* segment_pool::add_free(address_t base, std::size_t segment_size, bool vir
   b->owner = s;
   s->first = b;
   segments_.push_back(s);
-  index_.insert(b);
+  file(b);
   set_idle(s, true);
   return b;
 }
@@ -176,7 +183,7 @@ void segment_pool::give_back(block* b, std::uint64_t free_serial) {
       apart = true;
       break;
     }
-    index_.remove(lower);
+    unfile(lower);
     b = merge(lower, b);
   }
   for (auto* upper = static_cast<block*>(b->next_range); upper && !upper->live && upper->indexed;
@@ -185,10 +192,10 @@ void segment_pool::give_back(block* b, std::uint64_t free_serial) {
       apart = true;
       break;
     }
-    index_.remove(upper);
+    unfile(upper);
     b = merge(b, upper);
   }
-  index_.insert(b);
+  file(b);
   if (apart) list_unmerged(b);
   segment* s = b->owner;
   if (--s->live_blocks == 0) set_idle(s, true);
@@ -211,7 +218,7 @@ void segment_pool::merge_unmerged() {
     unmerged_[k] = nullptr;
     b->unmerged_slot = block::kNotListed;
     if (b->live || !b->indexed) continue;
-    index_.remove(b);
+    unfile(b);
     b->live = true;
     b->owner->live_blocks++;
     give_back(b, b->free_serial);
@@ -265,7 +272,7 @@ std::size_t segment_pool::calculate_releasable() const {
 
 void segment_pool::remove_segment(segment* s) {
   set_idle(s, false);
-  index_.remove(s->first);
+  unfile(s->first);
   discard(s->first);
   segments_.erase(std::find(segments_.begin(), segments_.end(), s));
   delete s;

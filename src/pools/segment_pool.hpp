@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "memkit/backend.hpp"
@@ -37,6 +38,7 @@ struct alignas(64) block : placement::range_node {
   // Live: a number unique to this hand-out; free: 0. Read without the lock by a
   // thread cache checking that a block it handed out was not freed elsewhere.
   std::atomic<std::uint64_t> stamp{0};
+  std::uint64_t loop_serial = 0;  // arena: the request's serial in the loop plan
 
   bool is_listed() const { return unmerged_slot != kNotListed; }
   static constexpr std::uint32_t kNotListed = ~0u;
@@ -51,6 +53,7 @@ struct alignas(64) block : placement::range_node {
     deferred = false;
     used_elsewhere = false;
     unmerged_slot = kNotListed;
+    loop_serial = 0;
   }
 };
 
@@ -153,6 +156,10 @@ class segment_pool {
   // Pages the pool's memory is mapped in (an arena): placement then favours
   // sharing partly used pages. 0: no pages.
   void set_page_size(std::size_t bytes) { page_size_ = bytes; }
+  // Free blocks are also kept by address, for find_free_at (a loop plan's region).
+  void set_index_by_address(bool on) { index_by_address_ = on; }
+  // The free block holding [offset, offset + size), or nullptr; needs the above.
+  block* find_free_at(std::uint64_t offset, std::size_t size) const;
   // Free blocks of one queue merge whatever their fence state (see can_merge).
   void set_merge_by_queue(bool on) { merge_by_queue_ = on; }
   // Checks the pool's invariants; throws invariant_violation naming the first broken one.
@@ -167,6 +174,15 @@ class segment_pool {
   block* carve_out(block* b, std::size_t size, queue_id queue, bool high);
   block* add_free(address_t base, std::size_t segment_size, bool virtual_range);
   bool can_merge(const block* lower, const block* upper) const;
+  // Into and out of the free index (and the address index, where kept).
+  void file(block* b) {
+    index_.insert(b);
+    if (index_by_address_) by_address_.emplace(b->offset, b);
+  }
+  void unfile(block* b) {
+    index_.remove(b);
+    if (index_by_address_) by_address_.erase(b->offset);
+  }
   block* merge(block* lower, block* upper);  // both free and out of the index
   void list_unmerged(block* b);
   void discard(block* b);  // recycles a record, unlisting it first
@@ -175,6 +191,8 @@ class segment_pool {
   bool small_;
   std::size_t page_size_ = 0;
   bool merge_by_queue_ = false;
+  bool index_by_address_ = false;
+  std::map<std::uint64_t, block*> by_address_;  // free blocks by offset, where kept
   const std::uint64_t* safe_serial_;
   placement::free_index index_;
   node_pool<block> blocks_;

@@ -1,0 +1,312 @@
+"""The workload suite's loops: real PyTorch training and inference loops built from
+the models the GPU machine has (torchvision, timm, transformers from configs with
+random weights; nothing is downloaded).
+
+Each loop is a function make(device, seed) -> step, where step() runs one iteration
+and returns a scalar tensor (the loss, or a checksum for inference). Everything a
+step draws at random (batch sizes, sequence lengths, inputs) comes from generators
+seeded with `seed`, so two processes run the same sequence of requests.
+"""
+import random
+
+import torch
+
+LOOPS = {}
+
+
+def loop(name, description):
+    def register(make):
+        LOOPS[name] = (make, description)
+        return make
+    return register
+
+
+def _adamw(model):
+    return torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
+def _train_step(model, optimizer, forward, bf16=False):
+    """One step: zero_grad(set_to_none), forward under autocast if bf16, backward, step."""
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = forward()
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+    return step
+
+
+@loop("resnet50_sgd", "torchvision ResNet-50, batch 64 at 224 px, SGD with momentum, fp32")
+def resnet50_sgd(device, seed):
+    import torchvision
+    model = torchvision.models.resnet50(weights=None).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        x = torch.randn(64, 3, 224, 224, device=device, generator=g)
+        y = torch.randint(0, 1000, (64,), device=device, generator=g)
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward)
+
+
+@loop("vit_b16_adamw_bf16", "timm ViT-B/16, batch 64 at 224 px, bf16 autocast, AdamW")
+def vit_b16(device, seed):
+    import timm
+    model = timm.create_model("vit_base_patch16_224", pretrained=False).to(device)
+    optimizer = _adamw(model)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        x = torch.randn(64, 3, 224, 224, device=device, generator=g)
+        y = torch.randint(0, 1000, (64,), device=device, generator=g)
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward, bf16=True)
+
+
+class _UNet(torch.nn.Module):
+    """A U-Net-style conv net: four levels down, four up, skip connections."""
+
+    def __init__(self, base=64, levels=4):
+        super().__init__()
+        nn = torch.nn
+
+        def block(cin, cout):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(8, cout),
+                                 nn.SiLU(), nn.Conv2d(cout, cout, 3, padding=1),
+                                 nn.GroupNorm(8, cout), nn.SiLU())
+        widths = [base * 2 ** i for i in range(levels + 1)]
+        self.stem = block(3, widths[0])
+        self.down = nn.ModuleList(block(widths[i], widths[i + 1]) for i in range(levels))
+        self.up = nn.ModuleList(nn.ConvTranspose2d(widths[i + 1], widths[i], 2, stride=2)
+                                for i in reversed(range(levels)))
+        self.merge = nn.ModuleList(block(2 * widths[i], widths[i])
+                                   for i in reversed(range(levels)))
+        self.head = nn.Conv2d(widths[0], 3, 1)
+
+    def forward(self, x):
+        skips = [self.stem(x)]
+        for down in self.down:
+            skips.append(down(torch.nn.functional.max_pool2d(skips[-1], 2)))
+        h = skips.pop()
+        for up, merge in zip(self.up, self.merge):
+            h = merge(torch.cat([up(h), skips.pop()], dim=1))
+        return self.head(h)
+
+
+@loop("unet_bf16", "U-Net-style conv net (4 levels, 64-1024 channels), batch 8 at 256 px, "
+      "bf16 autocast, AdamW")
+def unet_bf16(device, seed):
+    model = _UNet().to(device)
+    optimizer = _adamw(model)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        x = torch.randn(8, 3, 256, 256, device=device, generator=g)
+        return torch.nn.functional.mse_loss(model(x).float(), x)
+    return _train_step(model, optimizer, forward, bf16=True)
+
+
+def _causal_lm_step(model, optimizer, vocab, batch, lengths, device, seed, bf16=True):
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        tokens = torch.randint(0, vocab, (batch, lengths()), device=device, generator=g)
+        return model(input_ids=tokens, labels=tokens).loss
+    return _train_step(model, optimizer, forward, bf16=bf16)
+
+
+@loop("llama_ckpt_bf16", "Llama-style decoder (12 layers, 1024 wide, GQA), gradient "
+      "checkpointing, batch 4 x 1024 tokens, bf16 autocast, AdamW")
+def llama_ckpt(device, seed):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=12,
+                         num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
+                         max_position_embeddings=2048)
+    model = LlamaForCausalLM(config).to(device)
+    model.gradient_checkpointing_enable()
+    model.config.use_cache = False
+    model.train()
+    return _causal_lm_step(model, _adamw(model), config.vocab_size, 4, lambda: 1024, device,
+                           seed)
+
+
+@loop("mixtral_moe_varlen", "Mixtral-style MoE decoder (6 layers, 8 experts, top 2), batch 8, "
+      "sequence length drawn from 128..1024 each step, bf16 autocast, AdamW")
+def mixtral_moe(device, seed):
+    from transformers import MixtralConfig, MixtralForCausalLM
+    config = MixtralConfig(hidden_size=512, intermediate_size=1024, num_hidden_layers=6,
+                           num_attention_heads=8, num_key_value_heads=4, num_local_experts=8,
+                           num_experts_per_tok=2, vocab_size=32000, max_position_embeddings=2048)
+    model = MixtralForCausalLM(config).to(device)
+    model.config.use_cache = False
+    model.train()
+    rng = random.Random(seed)
+    return _causal_lm_step(model, _adamw(model), config.vocab_size, 8,
+                           lambda: rng.randint(128, 1024), device, seed)
+
+
+@loop("gpt2_train_adamw", "GPT-2 small (124M), batch 8 x 512 tokens, AdamW, fp32")
+def gpt2_train(device, seed):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config()
+    model = GPT2LMHeadModel(config).to(device)
+    model.train()
+    return _causal_lm_step(model, _adamw(model), config.vocab_size, 8, lambda: 512, device,
+                           seed, bf16=False)
+
+
+@loop("gpt2_generate", "GPT-2 small in bf16, generate 96 tokens greedily after a 128-token "
+      "prompt, batch 8 (a KV cache growing every token)")
+def gpt2_generate(device, seed):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config()
+    model = GPT2LMHeadModel(config).to(device=device, dtype=torch.bfloat16).eval()
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        prompt = torch.randint(0, config.vocab_size, (8, 128), device=device, generator=g)
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=96,
+                             min_new_tokens=96, do_sample=False,
+                             pad_token_id=config.eos_token_id)
+        return out.sum().float()
+    return step
+
+
+@loop("bert_infer_varlen", "BERT-base inference, batch drawn from 1..64 and length from "
+      "16..512 each step, fp32, no_grad")
+def bert_infer(device, seed):
+    from transformers import BertConfig, BertModel
+    config = BertConfig()
+    model = BertModel(config).to(device).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        batch, length = rng.randint(1, 64), rng.randint(16, 512)
+        tokens = torch.randint(0, config.vocab_size, (batch, length), device=device, generator=g)
+        return model(input_ids=tokens).last_hidden_state.float().mean()
+    return step
+
+
+@loop("efficientnet_varbatch", "timm EfficientNet-B0, batch drawn from 32..128 each step at "
+      "224 px, channels_last, bf16 autocast, SGD")
+def efficientnet_varbatch(device, seed):
+    import timm
+    model = timm.create_model("efficientnet_b0", pretrained=False).to(device)
+    model = model.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        batch = rng.randint(32, 128)
+        x = torch.randn(batch, 3, 224, 224, device=device, generator=g)
+        x = x.contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (batch,), device=device, generator=g)
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward, bf16=True)
+
+
+@loop("resnet18_eval_varbatch", "torchvision ResNet-18 inference in fp16, batch drawn from "
+      "1..256 each step at 224 px")
+def resnet18_eval(device, seed):
+    import torchvision
+    model = torchvision.models.resnet18(weights=None).to(device=device, dtype=torch.float16)
+    model.eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        x = torch.randn(rng.randint(1, 256), 3, 224, 224, device=device, generator=g,
+                        dtype=torch.float16)
+        return model(x).float().mean()
+    return step
+
+
+@loop("t5_train_adamw", "T5 encoder-decoder (6+6 layers, 512 wide), batch 16, 256 source and "
+      "64 target tokens, AdamW, fp32")
+def t5_train(device, seed):
+    from transformers import T5Config, T5ForConditionalGeneration
+    config = T5Config(d_model=512, d_ff=2048, d_kv=64, num_layers=6, num_heads=8,
+                      vocab_size=32128, decoder_start_token_id=0, pad_token_id=0)
+    model = T5ForConditionalGeneration(config).to(device)
+    model.train()
+    optimizer = _adamw(model)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        source = torch.randint(1, config.vocab_size, (16, 256), device=device, generator=g)
+        target = torch.randint(1, config.vocab_size, (16, 64), device=device, generator=g)
+        return model(input_ids=source, labels=target).loss
+    return _train_step(model, optimizer, forward)
+
+
+class _LSTMModel(torch.nn.Module):
+    def __init__(self, vocab=32000, width=1024, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, width)
+        self.lstm = torch.nn.LSTM(width, width, layers, batch_first=True)
+        self.head = torch.nn.Linear(width, vocab)
+
+    def forward(self, tokens):
+        return self.head(self.lstm(self.embed(tokens))[0])
+
+
+@loop("lstm_lm_varlen", "2-layer LSTM language model (1024 wide, 32k vocabulary), batch 32, "
+      "sequence length drawn from 64..256 each step, Adam, fp32")
+def lstm_lm(device, seed):
+    model = _LSTMModel().to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        tokens = torch.randint(0, 32000, (32, rng.randint(64, 256)), device=device, generator=g)
+        logits = model(tokens[:, :-1])
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 tokens[:, 1:].reshape(-1))
+    return _train_step(model, optimizer, forward)
+
+
+@loop("convnext_tiny_adamw", "timm ConvNeXt-Tiny, batch 64 at 224 px, fp32, AdamW")
+def convnext_tiny(device, seed):
+    import timm
+    model = timm.create_model("convnext_tiny", pretrained=False).to(device)
+    optimizer = _adamw(model)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        x = torch.randn(64, 3, 224, 224, device=device, generator=g)
+        y = torch.randint(0, 1000, (64,), device=device, generator=g)
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward)
+
+
+@loop("llama_generate_varbatch", "Llama-style decoder (8 layers, 1024 wide) in bf16, "
+      "generate 64 tokens after a prompt of 32..256 tokens, batch drawn from 1..16")
+def llama_generate(device, seed):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                         num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
+                         max_position_embeddings=2048)
+    model = LlamaForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        prompt = torch.randint(0, config.vocab_size, (rng.randint(1, 16), rng.randint(32, 256)),
+                               device=device, generator=g)
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=64,
+                             min_new_tokens=64, do_sample=False, pad_token_id=0)
+        return out.sum().float()
+    return step

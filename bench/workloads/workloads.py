@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""memkit's workload suite: real PyTorch loops (bench/workloads/loops.py), recorded as
+allocation traces and compared under three allocators on a CUDA GPU.
+
+    workloads.py list
+    workloads.py record --out DIR [--loops L...] [--steps 20] [--jobs 4]
+        Runs each loop (its own process, PyTorch's default allocator) with PyTorch's
+        memory history on and writes DIR/<loop>.trace.csv.gz: memkit's trace format
+        with a step marker line `s` before each iteration, and metadata (workload,
+        source, steps, warmup_steps, PyTorch's peaks on that run).
+    workloads.py compare --lib libmemkit_torch.so [--loops L...] [--warmup 10]
+                         [--steps 25] [--repeats 1] [--allocators A...] [--json F]
+        Runs each loop in its own process under each allocator: `pytorch` (PyTorch's
+        default caching allocator), `expandable` (PyTorch with
+        expandable_segments:True) and `memkit` (libmemkit_torch.so through
+        CUDAPluggableAllocator, its defaults; `memkit:policy=P,arena_slack=F,lib=PATH`
+        sets options), and prints per loop: the median step time over PyTorch's,
+        peak reserved / peak allocated, and memkit's page maps and unmaps per timed
+        step.
+
+Step time: each timed step ends with torch.cuda.synchronize(); the median over the
+timed steps is compared. Peak allocated: PyTorch's max_memory_allocated for PyTorch's
+allocators; for memkit, its peak of requested bytes (what PyTorch asked for).
+"""
+import argparse
+import ctypes
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+STAT_FIELDS = [
+    "active_bytes", "peak_active_bytes", "requested_bytes", "peak_requested_bytes",
+    "cached_bytes", "reserved_bytes", "peak_reserved_bytes", "allocations", "frees",
+    "cache_hits", "backend_allocations", "backend_frees", "retries", "out_of_memory",
+    "live_blocks", "segments", "maps", "unmaps",
+]
+RECORD_WARMUP = 3  # steps a recorded trace counts as warm-up (its metadata warmup_steps)
+
+
+class MemkitStatistics(ctypes.Structure):
+    """memkit_statistics of include/memkit/memkit.h: size_t and uint64_t fields."""
+    _fields_ = [(name, ctypes.c_uint64) for name in STAT_FIELDS]
+
+
+def read_memkit_statistics(lib):
+    stats = MemkitStatistics()
+    if lib.memkit_torch_get_statistics(0, ctypes.byref(stats)) != 0:
+        raise RuntimeError("[workloads] memkit was not used on device 0")
+    return {name: getattr(stats, name) for name in STAT_FIELDS}
+
+
+def parse_allocator(spec):
+    """(kind, environment, lib path or None) of 'pytorch', 'expandable', 'memkit' or
+    'memkit:policy=P,arena_slack=F,lib=PATH'."""
+    name, _, options = spec.partition(":")
+    if name not in ("pytorch", "expandable", "memkit") or (name != "memkit" and options):
+        raise SystemExit("[workloads] unknown allocator '%s': expected pytorch, expandable or "
+                         "memkit[:policy=P,arena_slack=F,lib=PATH]" % spec)
+    env = {}
+    lib = None
+    if name == "expandable":
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    for item in filter(None, options.split(",")):
+        key, _, value = item.partition("=")
+        if key not in ("policy", "arena_slack", "lib") or not value:
+            raise SystemExit("[workloads] '%s': options are policy=P, arena_slack=F and lib=PATH"
+                             % spec)
+        if key == "lib":
+            lib = os.path.abspath(value)
+        else:
+            env["MEMKIT_" + key.upper()] = value
+    return name, env, lib
+
+
+def make_loop(name, seed):
+    import torch
+    from loops import LOOPS
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+    torch.backends.cudnn.benchmark = False
+    return LOOPS[name][0](torch.device("cuda", 0), seed)
+
+
+def child_compare(name, allocator, lib_path, warmup, steps, seed):
+    import torch
+    kind = parse_allocator(allocator)[0]
+    lib = None
+    if kind == "memkit":
+        pluggable = torch.cuda.memory.CUDAPluggableAllocator(
+            lib_path, "memkit_torch_malloc", "memkit_torch_free")
+        torch.cuda.memory.change_current_allocator(pluggable)
+        lib = ctypes.CDLL(lib_path)
+        lib.memkit_torch_get_statistics.argtypes = [ctypes.c_int,
+                                                    ctypes.POINTER(MemkitStatistics)]
+    step = make_loop(name, seed)
+    losses = []
+    for _ in range(warmup):
+        losses.append(step().item())
+    torch.cuda.synchronize()
+    before = read_memkit_statistics(lib) if lib else None
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        loss = step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1000.0)
+        losses.append(loss.item())
+    result = {"loop": name, "allocator": allocator, "step_ms": statistics.median(times),
+              "step_times_ms": times, "losses": losses}
+    if lib:
+        stats = read_memkit_statistics(lib)
+        result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
+        result["unmaps_per_step"] = (stats["unmaps"] - before["unmaps"]) / steps
+        result["waits_per_step"] = (stats["retries"] - before["retries"]) / steps
+        result["peak_reserved"] = stats["peak_reserved_bytes"]
+        result["peak_allocated"] = stats["peak_requested_bytes"]
+        result["memkit"] = stats
+    else:
+        result["peak_reserved"] = torch.cuda.max_memory_reserved(0)
+        result["peak_allocated"] = torch.cuda.max_memory_allocated(0)
+    return result
+
+
+def child_record(name, out_dir, steps, seed):
+    """Records the loop's allocations, model construction included, as a memkit trace."""
+    import torch
+    from loops import LOOPS
+    marker_stream = torch.cuda.Stream()
+    try:
+        torch.cuda.memory._record_memory_history(max_entries=8_000_000, context=None,
+                                                 stacks="python")
+    except TypeError:
+        torch.cuda.memory._record_memory_history(max_entries=8_000_000)
+    step = make_loop(name, seed)
+    for _ in range(steps):
+        with torch.cuda.stream(marker_stream):  # an allocation here marks a new step
+            marker = torch.empty(1, device="cuda")
+        del marker
+        step().item()
+    torch.cuda.synchronize()
+    snapshot = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(None)
+    marker_id = marker_stream.cuda_stream
+    streams = {0: 0}
+    ids = {}
+    lines = []
+    next_id = 0
+    markers = 0
+    skipped_frees = 0
+    for entry in snapshot["device_traces"][0]:
+        action = entry["action"]
+        if action == "alloc":
+            if entry["stream"] == marker_id:
+                ids[entry["addr"]] = None
+                lines.append("s")
+                markers += 1
+                continue
+            stream = streams.setdefault(entry["stream"], len(streams))
+            next_id += 1
+            ids[entry["addr"]] = next_id
+            lines.append("a,%d,%d,%d" % (next_id, entry["size"], stream))
+        elif action == "free_requested":
+            block = ids.pop(entry["addr"], -1)
+            if block == -1:
+                skipped_frees += 1
+            elif block is not None:
+                lines.append("f,%d" % block)
+    if markers != steps:
+        raise RuntimeError("[workloads] %s: %d step markers in the memory history, expected %d "
+                           "(ring buffer too small?)" % (name, markers, steps))
+    path = os.path.join(out_dir, name + ".trace.csv.gz")
+    header = [
+        "# workload: " + name,
+        "# description: " + LOOPS[name][1],
+        "# source: PyTorch %s memory history on %s, bench/workloads/workloads.py record"
+        % (torch.__version__, torch.cuda.get_device_name(0)),
+        "# recorded: " + time.strftime("%Y-%m-%d"),
+        "# steps: %d" % steps,
+        "# warmup_steps: %d" % RECORD_WARMUP,
+        "# pytorch_peak_allocated: %d" % torch.cuda.max_memory_allocated(0),
+        "# pytorch_peak_reserved: %d" % torch.cuda.max_memory_reserved(0),
+    ]
+    with gzip.open(path, "wt", compresslevel=9) as f:
+        f.write("\n".join(header + lines) + "\n")
+    return {"loop": name, "path": path, "allocations": next_id, "steps": steps,
+            "skipped_frees": skipped_frees,
+            "pytorch_peak_allocated": torch.cuda.max_memory_allocated(0),
+            "pytorch_peak_reserved": torch.cuda.max_memory_reserved(0)}
+
+
+def run_child(args_list, env=None):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__)] + args_list,
+                         capture_output=True, text=True, env=env)
+    lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+    if out.returncode != 0 or not lines:
+        return None, "exit %d:\n%s" % (out.returncode, out.stderr[-3000:])
+    return json.loads(lines[-1][len("RESULT "):]), None
+
+
+def command_record(args):
+    from concurrent.futures import ThreadPoolExecutor
+    os.makedirs(args.out, exist_ok=True)
+
+    def one(name):
+        result, error = run_child(["--child-record", name, args.out, str(args.steps),
+                                   str(args.seed)])
+        if error:
+            print("[workloads] recording %s failed (%s)" % (name, error), flush=True)
+        else:
+            print("recorded %-24s %7d allocations, %d steps, PyTorch reserved / allocated "
+                  "%.3f" % (name, result["allocations"], result["steps"],
+                            result["pytorch_peak_reserved"] /
+                            max(result["pytorch_peak_allocated"], 1)), flush=True)
+        return result
+    with ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(one, args.loops))
+    return 0 if all(results) else 1
+
+
+def command_compare(args):
+    lib = os.path.abspath(args.lib) if args.lib else None
+    for spec in args.allocators:
+        kind, _, spec_lib = parse_allocator(spec)
+        if kind == "memkit" and not (spec_lib or lib):
+            raise SystemExit("[workloads] allocator '%s' needs --lib" % spec)
+    results = []
+    for name in args.loops:
+        # Repeats interleave the allocators, so a drift in the machine hits all alike.
+        for spec in [s for _ in range(args.repeats) for s in args.allocators]:
+            _, env_extra, spec_lib = parse_allocator(spec)
+            env = dict(os.environ, **env_extra)
+            result, error = run_child(["--child-compare", name, spec, spec_lib or lib or "",
+                                       str(args.warmup), str(args.steps), str(args.seed)], env)
+            if error:
+                print("[workloads] %s with %s failed (%s)" % (name, spec, error), flush=True)
+                results.append({"loop": name, "allocator": spec, "failed": True})
+                continue
+            results.append(result)
+            print("%-24s %-12s %8.2f ms  reserved/allocated %.3f%s" % (
+                name, spec, result["step_ms"],
+                result["peak_reserved"] / max(result["peak_allocated"], 1),
+                "  maps %.1f unmaps %.1f per step" % (result["maps_per_step"],
+                                                      result["unmaps_per_step"])
+                if "maps_per_step" in result else ""), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    print_table(results, args.loops, args.allocators)
+    return 0 if not any(r.get("failed") for r in results) else 1
+
+
+def print_table(results, loops, allocators):
+    """One row per loop: each allocator's median step time over PyTorch's and peak
+    reserved / peak allocated; memkit's unmaps per timed step; whether losses match."""
+    print("\n| loop | " + " | ".join("%s time / PyTorch's | %s reserved / allocated" % (a, a)
+                                     for a in allocators) + " | memkit unmaps a step |")
+    print("| --- |" + " ---: | ---: |" * len(allocators) + " ---: |")
+    for name in loops:
+        runs = {}
+        for r in results:
+            if r["loop"] == name and not r.get("failed"):
+                runs.setdefault(r["allocator"], []).append(r)
+        base = runs.get("pytorch")
+        base_ms = statistics.median(r["step_ms"] for r in base) if base else None
+        cells = []
+        unmaps = "-"
+        for a in allocators:
+            if a not in runs:
+                cells += ["failed", "failed"]
+                continue
+            ms = statistics.median(r["step_ms"] for r in runs[a])
+            ratio = statistics.median(r["peak_reserved"] / max(r["peak_allocated"], 1)
+                                      for r in runs[a])
+            cells += ["%.3f" % (ms / base_ms) if base_ms else "%.1f ms" % ms, "%.3f" % ratio]
+            if "unmaps_per_step" in runs[a][0]:
+                unmaps = "%.1f" % statistics.mean(r["unmaps_per_step"] for r in runs[a])
+        print("| %s | %s | %s |" % (name, " | ".join(cells), unmaps))
+
+
+def main():
+    from loops import LOOPS
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--child-record", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--child-compare", nargs=6, help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("list", help="the loops, with what each does")
+    record = sub.add_parser("record", help="record each loop's allocation trace")
+    record.add_argument("--out", required=True)
+    record.add_argument("--steps", type=int, default=20)
+    record.add_argument("--jobs", type=int, default=4,
+                        help="loops recorded at once (recording does not time anything)")
+    compare = sub.add_parser("compare", help="time each loop under each allocator")
+    compare.add_argument("--lib", help="path of libmemkit_torch.so")
+    compare.add_argument("--warmup", type=int, default=10)
+    compare.add_argument("--steps", type=int, default=25)
+    compare.add_argument("--repeats", type=int, default=1)
+    compare.add_argument("--allocators", nargs="+", default=["pytorch", "expandable", "memkit"])
+    compare.add_argument("--json")
+    for p in (record, compare):
+        p.add_argument("--loops", nargs="+", default=list(LOOPS), choices=list(LOOPS),
+                       metavar="LOOP")
+        p.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    if args.child_record:
+        name, out_dir, steps, seed = args.child_record
+        print("RESULT " + json.dumps(child_record(name, out_dir, int(steps), int(seed))),
+              flush=True)
+        return 0
+    if args.child_compare:
+        name, spec, lib, warmup, steps, seed = args.child_compare
+        print("RESULT " + json.dumps(child_compare(name, spec, lib, int(warmup), int(steps),
+                                                   int(seed))), flush=True)
+        return 0
+    if args.command == "list":
+        for name, (_, description) in LOOPS.items():
+            print("%-24s %s" % (name, description))
+        return 0
+    if args.command == "record":
+        return command_record(args)
+    if args.command == "compare":
+        return command_compare(args)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+#include "placement/loop_plan.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "memkit/planner.hpp"
+
+namespace memkit::placement {
+
+std::uint64_t loop_plan::on_request(std::size_t size) {
+  const std::uint64_t serial = next_serial_++;
+  ++time_;
+  offset_ = kNone;
+  switch (phase_) {
+    case phase::learning:
+      history_.push_back({size, time_, kNone});
+      learn(serial);
+      if (phase_ == phase::learning && history_.size() >= 2 * kMaxHistory) {
+        // Forget the older half; a period longer than what is left is not planned.
+        history_.erase(history_.begin(),
+                       history_.begin() + static_cast<std::ptrdiff_t>(kMaxHistory));
+        first_serial_ += kMaxHistory;
+        windows_.clear();
+      }
+      return serial;
+    case phase::waiting:
+    case phase::following:
+      position_ = position_ + 1 == sizes_.size() ? 0 : position_ + 1;
+      if (sizes_[position_] != size) {
+        lose(serial, size);
+        return serial;
+      }
+      if (position_ == 0) ++cycles_;
+      break;
+    case phase::lost:
+      if (sizes_[0] != size) {
+        // Lost for long: the program does something else now; learn it afresh.
+        if (serial - lost_at_ > 4 * sizes_.size()) restart(serial, size, 0);
+        return serial;
+      }
+      position_ = 0;  // a request like the loop's first: follow it again from there
+      phase_ = phase::waiting;
+      break;
+  }
+  // The region is asked for once the plan held for a whole repetition, and
+  // followed from a repetition's start once it exists.
+  if (region_bytes_ == 0 && cycles_ >= 2 && (cycles_ - 1) * sizes_.size() >= kMinHeld)
+    region_bytes_ = planned_height_;
+  if (phase_ == phase::waiting && position_ == 0 && region_ready_) phase_ = phase::following;
+  if (phase_ == phase::following) offset_ = offsets_[position_];
+  return serial;
+}
+
+void loop_plan::lose(std::uint64_t serial, std::size_t size) {
+  ++losses_;
+  // A plan lost before its region was asked for was a repetition inside the loop
+  // (a stack of equal layers, say): learn again, looking for a longer one.
+  if (region_bytes_ == 0) {
+    restart(serial, size, sizes_.size() + 1);
+    return;
+  }
+  phase_ = phase::lost;
+  lost_at_ = serial;
+}
+
+void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_period) {
+  phase_ = phase::learning;
+  min_period_ = std::max(min_period, kMinPeriod);
+  sizes_.clear();
+  offsets_.clear();
+  region_bytes_ = 0;
+  region_ready_ = false;
+  cycles_ = 0;
+  history_.clear();
+  windows_.clear();
+  first_serial_ = serial;
+  history_.push_back({size, time_, kNone});
+}
+
+void loop_plan::on_free(std::uint64_t serial) {
+  ++time_;
+  if (phase_ != phase::learning || serial < first_serial_ || serial >= next_serial_) return;
+  history_[serial - first_serial_].freed = time_;
+}
+
+void loop_plan::learn(std::uint64_t serial) {
+  if (history_.size() < kWindow) return;
+  std::uint64_t hash = 1469598103934665603ull;
+  for (std::size_t k = history_.size() - kWindow; k < history_.size(); ++k) {
+    hash = (hash ^ history_[k].size) * 1099511628211ull;
+    hash ^= hash >> 29;
+  }
+  auto [it, fresh] = windows_.try_emplace(hash, serial);
+  if (fresh) return;
+  const std::uint64_t previous = it->second;
+  it->second = serial;
+  const std::uint64_t period = serial - previous;
+  if (period < min_period_ || 2 * period > serial + 1 - first_serial_) return;
+  // A period that failed is tried again only after an eighth of it; one whose
+  // plan was too high, not again.
+  if (period == declined_ || (serial < next_check_ && period == last_rejected_)) return;
+  if (try_plan(serial, static_cast<std::size_t>(period))) return;
+  last_rejected_ = period;
+  next_check_ = serial + std::max<std::uint64_t>(period / 8, 1);
+}
+
+bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
+  // Two copies of the repetition: A = [first, first + period), B right after it.
+  const std::uint64_t first = last + 1 - 2 * period;
+  for (std::size_t k = 0; k < period; ++k) {
+    if (at(first + k).size != at(first + period + k).size) return false;
+  }
+  // Copy A, with times relative to its first request; `span` is one repetition.
+  const std::uint64_t start = at(first).allocated;
+  const std::uint64_t span = at(first + period).allocated - start;
+  std::vector<std::uint64_t> begin(period), life(period);
+  std::int64_t long_lived = 0;  // bytes of blocks that outlive a repetition
+  for (std::size_t k = 0; k < period; ++k) {
+    const request& r = at(first + k);
+    begin[k] = r.allocated - start;
+    life[k] = r.freed == kNone || r.freed - r.allocated >= span ? kNone : r.freed - r.allocated;
+    if (life[k] == kNone) long_lived += static_cast<std::int64_t>(r.size);
+  }
+  // Bytes live at each request's moment, the repetition seen as a circle: the cut
+  // goes where they are fewest (blocks live across it are left to online placement).
+  std::vector<std::pair<std::uint64_t, std::int64_t>> changes;  // (time, +size / -size)
+  for (std::size_t k = 0; k < period; ++k) {
+    if (life[k] == kNone) continue;
+    const auto bytes = static_cast<std::int64_t>(at(first + k).size);
+    const std::uint64_t end = begin[k] + life[k];
+    changes.push_back({begin[k], bytes});
+    if (end <= span) {
+      changes.push_back({end, -bytes});
+    } else {
+      changes.push_back({span, -bytes});
+      changes.push_back({0, bytes});
+      changes.push_back({end - span, -bytes});
+    }
+  }
+  std::sort(changes.begin(), changes.end());  // at equal times, ends before starts
+  std::uint64_t best_cut = 0;
+  std::int64_t best_crossing = -1;
+  std::int64_t live = 0;
+  std::size_t next_change = 0;
+  // begin[] is increasing: the requests' moments in order.
+  for (std::size_t k = 0; k < period; ++k) {
+    while (next_change < changes.size() && changes[next_change].first < begin[k]) {
+      live += changes[next_change++].second;
+    }
+    // Live just before request k: changes at this very moment are ends only
+    // (a start at begin[k] is request k's own).
+    std::int64_t crossing = live;
+    for (std::size_t c = next_change; c < changes.size() && changes[c].first == begin[k]; ++c) {
+      if (changes[c].second < 0) crossing += changes[c].second;
+    }
+    if (best_crossing < 0 || crossing < best_crossing) {
+      best_crossing = crossing;
+      best_cut = k;
+    }
+  }
+  // The planned blocks: lifetimes within one repetition starting at the cut.
+  planner::instance inst;
+  std::vector<std::size_t> planned_at;  // position of each buffer of inst
+  for (std::size_t p = 0; p < period; ++p) {
+    const std::size_t k = (best_cut + p) % period;
+    if (life[k] == kNone) continue;
+    const std::uint64_t lower = (begin[k] + span - begin[best_cut]) % span;
+    if (lower + life[k] > span) continue;  // crosses the cut
+    inst.buffers.push_back({static_cast<std::int64_t>(p), static_cast<std::int64_t>(lower),
+                            static_cast<std::int64_t>(lower + life[k]),
+                            static_cast<std::int64_t>(at(first + k).size)});
+    planned_at.push_back(p);
+  }
+  if (inst.buffers.size() < kMinPeriod) return false;
+  const std::int64_t load = planner::load(inst);
+  // A repetition inside the loop (one layer of many, say) leaves much live across
+  // any cut: what it allocates outlives it.
+  if (static_cast<double>(best_crossing + long_lived) > kMaxCrossing * static_cast<double>(load))
+    return false;
+  planner::plan plan = planner::greedy_best_fit(inst);
+  if (planner::height(inst, plan) > load + load / kGoodEnough) {
+    // Greedy is far from LOAD (blocks of staggered lifetimes, a growing cache):
+    // search, briefly; this runs once per loop learned.
+    planner::options options;
+    options.time_limit_seconds = kSearchSeconds;
+    planner::result searched = planner::solve(inst, options);
+    if (searched.height_bytes < planner::height(inst, plan)) plan = std::move(searched.best);
+  }
+
+  // A plan much above LOAD would hold more memory than online placement does.
+  if (static_cast<double>(planner::height(inst, plan)) >
+      kMaxHeightOverLoad * static_cast<double>(load)) {
+    declined_ = period;
+    return false;
+  }
+  sizes_.assign(period, 0);
+  offsets_.assign(period, kNone);
+  for (std::size_t p = 0; p < period; ++p) sizes_[p] = at(first + (best_cut + p) % period).size;
+  for (std::size_t b = 0; b < planned_at.size(); ++b) {
+    offsets_[planned_at[b]] = static_cast<std::uint64_t>(plan.offsets[b]);
+  }
+  planned_height_ = static_cast<std::uint64_t>(planner::height(inst, plan));
+  region_bytes_ = 0;
+  region_ready_ = false;
+  cycles_ = 0;
+  load_ = static_cast<std::uint64_t>(load);
+  // The last request was copy B's last, at position period - 1 - best_cut.
+  position_ = period - 1 - best_cut;
+  phase_ = phase::waiting;
+  history_.clear();
+  history_.shrink_to_fit();
+  windows_.clear();
+  return true;
+}
+
+}  // namespace memkit::placement

@@ -1,0 +1,110 @@
+// Loop planning: numbers only, no backend.
+//
+// Training and inference loops ask for the same sequence of large blocks, with the
+// same lifetimes, step after step. An online allocator places each step a little
+// differently, so under virtual memory its pages keep moving. loop_plan learns the
+// repetition from the requests alone, plans one repetition offline with the
+// planner (every block gets a fixed offset in a region about as high as the
+// repetition's peak of live bytes), and from then on tells the arena where each
+// request of the loop goes. The steady state then touches the same pages every step
+// and moves none.
+//
+//   learning   every request's size and the event times of its allocation and
+//              free are kept (the last kMaxHistory requests). A window of the last
+//              kWindow sizes seen before proposes a period P; it is accepted when
+//              the last P sizes equal the P before them and one repetition, cut
+//              where the fewest of its bytes are live, leaves at most
+//              kMaxCrossing of its load crossing the cut.
+//   planned    blocks of one repetition that are freed within it get an offset:
+//                no two planned blocks live at one moment overlap
+//                LOAD <= height <= 1.01 LOAD (a higher plan is declined)
+//              blocks crossing the cut, or living longer than a repetition, are
+//              left to online placement (offset kNone).
+//   following  request n of the loop is at position (n - start) mod P; a size other
+//              than the plan's at that position loses the loop; the loop is found
+//              again when a request matches position 0 of the plan.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace memkit::placement {
+
+class loop_plan {
+ public:
+  static constexpr std::uint64_t kNone = ~std::uint64_t{0};
+  static constexpr std::size_t kWindow = 16;    // sizes that propose a period
+  static constexpr std::size_t kMinPeriod = 8;  // shorter repetitions are not planned
+  static constexpr std::size_t kMaxHistory = std::size_t{1} << 17;  // requests remembered
+  // Requests a plan must follow without a miss before its region is made: a
+  // repetition inside the loop (equal layers) rarely lasts this long.
+  static constexpr std::size_t kMinHeld = 1024;
+  static constexpr std::int64_t kGoodEnough = 200;    // greedy within LOAD / 200: no search
+  static constexpr double kSearchSeconds = 0.5;       // otherwise search this long
+  static constexpr double kMaxHeightOverLoad = 1.01;  // a higher plan is not used
+  static constexpr double kMaxCrossing = 0.25;  // of the repetition's load, live across its cut
+
+  enum class phase { learning, waiting, following, lost };
+
+  // A request of `size` bytes (the arena's, rounded). Returns its serial, which the
+  // caller passes to on_free; get_offset() then says where the plan puts it.
+  std::uint64_t on_request(std::size_t size);
+  void on_free(std::uint64_t serial);
+  // Where the last request goes: an offset in the plan's region, or kNone (online).
+  std::uint64_t get_offset() const { return offset_; }
+  // The region the plan needs (bytes, 0 before a plan exists); made once by the
+  // caller, which then calls set_region_ready().
+  std::uint64_t get_region_bytes() const { return region_bytes_; }
+  void set_region_ready() { region_ready_ = true; }
+  bool is_region_ready() const { return region_ready_; }
+  // A planned request the caller could not place at its offset (still in use).
+  void on_missed() { ++missed_; }
+
+  phase get_phase() const { return phase_; }
+  std::size_t get_period() const { return sizes_.size(); }
+  std::uint64_t get_load() const { return load_; }
+  std::uint64_t get_missed() const { return missed_; }
+  std::uint64_t get_losses() const { return losses_; }
+
+ private:
+  struct request {
+    std::uint64_t size;
+    std::uint64_t allocated;  // event time
+    std::uint64_t freed;      // event time; kNone while live
+  };
+  void learn(std::uint64_t serial);
+  void lose(std::uint64_t serial, std::size_t size);
+  // Back to learning from this request, for periods of at least min_period.
+  void restart(std::uint64_t serial, std::size_t size, std::size_t min_period);
+  bool try_plan(std::uint64_t serial, std::size_t period);
+  const request& at(std::uint64_t serial) const { return history_[serial - first_serial_]; }
+
+  // Learning.
+  std::vector<request> history_;    // requests first_serial_ .. next_serial_ - 1
+  std::uint64_t first_serial_ = 0;  // serial of history_[0]
+  std::uint64_t next_serial_ = 0;   // serial of the next request
+  std::uint64_t time_ = 0;          // requests and frees so far
+  std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // window hash -> last serial
+  std::uint64_t next_check_ = 0;         // last_rejected_ is not checked before this serial
+  std::uint64_t last_rejected_ = 0;      // the last period that failed
+  std::size_t min_period_ = kMinPeriod;  // shorter periods are not looked for
+  std::uint64_t declined_ = 0;           // a period whose plan was too high
+  // The plan.
+  phase phase_ = phase::learning;
+  std::vector<std::uint64_t> sizes_;    // per position of the loop
+  std::vector<std::uint64_t> offsets_;  // per position: offset in the region, or kNone
+  std::uint64_t planned_height_ = 0;    // height of the plan
+  std::uint64_t region_bytes_ = 0;      // the region asked for: the height, once the plan held
+  std::uint64_t cycles_ = 0;            // repetitions started since the plan was made
+  std::uint64_t lost_at_ = 0;           // serial of the request that lost the loop
+  std::uint64_t load_ = 0;              // LOAD of the planned blocks
+  bool region_ready_ = false;
+  std::size_t position_ = 0;      // position of the last request
+  std::uint64_t offset_ = kNone;  // where the last request goes
+  std::uint64_t missed_ = 0;      // planned requests placed online
+  std::uint64_t losses_ = 0;      // times the loop was lost
+};
+
+}  // namespace memkit::placement
