@@ -180,6 +180,7 @@ void arena::make_region(queue_id queue) {
   region->pool.add_free_segment(base_ + start, bytes);
   region->pool.set_page_size(page_size_);
   region->pool.set_merge_by_queue(only_one_queue_);
+  region->pool.set_keep_top_apart(false);
   regions_.push_back(std::move(region));
 }
 
@@ -211,7 +212,10 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
   block* b = nullptr;
   if (note.offset != placement::loop_plan::kNone) {
     b = take_planned(note.offset, size, queue, &r.previous_queue);
-    if (!b) loop_.on_missed();
+    if (!b) {
+      loop_.on_missed();
+      if (std::getenv("MEMKIT_DEBUG_LOOP")) std::fprintf(stderr, "miss serial %lu offset %lu size %zu\n", (unsigned long)note.serial, (unsigned long)note.offset, size);
+    }
   }
   if (!b) b = take_online(size, queue, r);
   if (!b) {

@@ -1,6 +1,8 @@
 #include "placement/loop_plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "memkit/planner.hpp"
@@ -53,6 +55,7 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
 
 void loop_plan::lose(std::uint64_t serial, std::size_t size) {
   ++losses_;
+  if (getenv("MEMKIT_DEBUG_LOOP")) fprintf(stderr, "lose at serial %lu position %zu want %lu got %zu cycles %lu period %zu region %lu\n", (unsigned long)serial, position_, (unsigned long)sizes_[position_], size, (unsigned long)cycles_, sizes_.size(), (unsigned long)region_bytes_);
   // A plan lost before its region was asked for was a repetition inside the loop
   // (a stack of equal layers, say): learn again, looking for a longer one.
   if (region_bytes_ == 0) {
@@ -124,6 +127,7 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   // Bytes live at each request's moment, the repetition seen as a circle: the cut
   // goes where they are fewest (blocks live across it are left to online placement).
   std::vector<std::pair<std::uint64_t, std::int64_t>> changes;  // (time, +size / -size)
+  std::int64_t live = 0;  // at time 0: the blocks of the repetition before still live
   for (std::size_t k = 0; k < period; ++k) {
     if (life[k] == kNone) continue;
     const auto bytes = static_cast<std::int64_t>(at(first + k).size);
@@ -133,14 +137,13 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
       changes.push_back({end, -bytes});
     } else {
       changes.push_back({span, -bytes});
-      changes.push_back({0, bytes});
+      live += bytes;
       changes.push_back({end - span, -bytes});
     }
   }
   std::sort(changes.begin(), changes.end());  // at equal times, ends before starts
   std::uint64_t best_cut = 0;
   std::int64_t best_crossing = -1;
-  std::int64_t live = 0;
   std::size_t next_change = 0;
   // begin[] is increasing: the requests' moments in order.
   for (std::size_t k = 0; k < period; ++k) {
@@ -204,6 +207,11 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   region_ready_ = false;
   cycles_ = 0;
   load_ = static_cast<std::uint64_t>(load);
+  if (getenv("MEMKIT_DEBUG_LOOP")) {
+    std::uint64_t online = 0, online_bytes = 0;
+    for (std::size_t p = 0; p < period; ++p) if (offsets_[p] == kNone) { ++online; online_bytes += sizes_[p]; }
+    fprintf(stderr, "plan: period %zu online %lu (%.1f MiB) crossing %.1f MiB long-lived %.1f MiB load %.1f MiB height %.1f MiB\n", period, (unsigned long)online, (double)online_bytes / 1048576.0, (double)best_crossing / 1048576.0, (double)long_lived / 1048576.0, (double)load / 1048576.0, (double)planned_height_ / 1048576.0);
+  }
   // The last request was copy B's last, at position period - 1 - best_cut.
   position_ = period - 1 - best_cut;
   phase_ = phase::waiting;

@@ -135,7 +135,8 @@ bool segment_pool::can_merge(const block* lower, const block* upper) const {
   const bool upper_safe = is_safe(upper);
   if (lower_safe && upper_safe) return true;
   if (lower->queue != upper->queue) return false;
-  if (lower_safe != upper_safe) return merge_by_queue_ && upper->next_range != nullptr;
+  if (lower_safe != upper_safe)
+    return merge_by_queue_ && (upper->next_range != nullptr || !keep_top_apart_);
   return true;
 }
 

@@ -156,6 +156,9 @@ class segment_pool {
   // Pages the pool's memory is mapped in (an arena): placement then favours
   // sharing partly used pages. 0: no pages.
   void set_page_size(std::size_t bytes) { page_size_ = bytes; }
+  // Whether the untouched top stays apart from pending blocks (see can_merge): a
+  // region only one plan places in needs no free top for other queues.
+  void set_keep_top_apart(bool on) { keep_top_apart_ = on; }
   // Free blocks are also kept by address, for find_free_at (a loop plan's region).
   void set_index_by_address(bool on) { index_by_address_ = on; }
   // The free block holding [offset, offset + size), or nullptr; needs the above.
@@ -192,6 +195,7 @@ class segment_pool {
   std::size_t page_size_ = 0;
   bool merge_by_queue_ = false;
   bool index_by_address_ = false;
+  bool keep_top_apart_ = true;
   std::map<std::uint64_t, block*> by_address_;  // free blocks by offset, where kept
   const std::uint64_t* safe_serial_;
   placement::free_index index_;
