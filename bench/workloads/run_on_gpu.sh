@@ -22,7 +22,7 @@ cmake --build "$build" --target $targets >> "$out/build.log" 2>&1
 rc=$?; echo "build: rc $rc in $(( $(date +%s) - start )) s"
 [ $rc = 0 ] || { tail -30 "$out/build.log"; exit 1; }
 if [ "$validate" = ON ]; then
-  timeout 200 "$build/tests/memkit_tests" --gtest_brief=1 > "$out/tests.log" 2>&1
+  timeout 200 "$build/tests/memkit_tests" --gtest_brief=1 ${MEMKIT_GPU_TEST_FILTER:+--gtest_filter=$MEMKIT_GPU_TEST_FILTER} > "$out/tests.log" 2>&1
   echo "tests: rc $?"; grep -E "PASSED|FAILED|tests ran" "$out/tests.log" | head -30
 fi
 [ $# -gt 0 ] || exit 0

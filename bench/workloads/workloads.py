@@ -230,7 +230,11 @@ def command_compare(args):
         if kind == "memkit" and not (spec_lib or lib):
             raise SystemExit("[workloads] allocator '%s' needs --lib" % spec)
     results = []
+    started = time.monotonic()
     for name in args.loops:
+        if args.deadline and time.monotonic() - started > args.deadline:
+            print("[workloads] deadline reached: %s and later loops not run" % name, flush=True)
+            break
         # Repeats interleave the allocators, so a drift in the machine hits all alike.
         for spec in [s for _ in range(args.repeats) for s in args.allocators]:
             _, env_extra, spec_lib = parse_allocator(spec)
@@ -248,9 +252,9 @@ def command_compare(args):
                 "  maps %.1f unmaps %.1f per step" % (result["maps_per_step"],
                                                       result["unmaps_per_step"])
                 if "maps_per_step" in result else ""), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+            if args.json:  # after every run: a cut-short session keeps what ran
+                with open(args.json, "w") as f:
+                    json.dump(results, f, indent=1)
     print_table(results, args.loops, args.allocators)
     return 0 if not any(r.get("failed") for r in results) else 1
 
@@ -266,6 +270,8 @@ def print_table(results, loops, allocators):
         for r in results:
             if r["loop"] == name and not r.get("failed"):
                 runs.setdefault(r["allocator"], []).append(r)
+        if not any(r["loop"] == name for r in results):
+            continue  # not run (deadline)
         base = runs.get("pytorch")
         base_ms = statistics.median(r["step_ms"] for r in base) if base else None
         cells = []
@@ -302,7 +308,9 @@ def main():
     compare.add_argument("--steps", type=int, default=25)
     compare.add_argument("--repeats", type=int, default=1)
     compare.add_argument("--allocators", nargs="+", default=["pytorch", "expandable", "memkit"])
-    compare.add_argument("--json")
+    compare.add_argument("--json", help="write every run's result here (after each run)")
+    compare.add_argument("--deadline", type=float, default=0,
+                         help="seconds after which no further loop is started (0: none)")
     for p in (record, compare):
         p.add_argument("--loops", nargs="+", default=list(LOOPS), choices=list(LOOPS),
                        metavar="LOOP")

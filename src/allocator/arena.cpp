@@ -3,8 +3,6 @@
 #include "allocator/arena.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -118,13 +116,6 @@ arena::arena(backend& device, const fence_tracker& fences, double slack, address
 }
 
 arena::~arena() {
-  if (std::getenv("MEMKIT_DEBUG_LOOP"))
-    std::fprintf(
-        stderr,
-        "loop: phase %d period %zu load %llu height %llu missed %llu losses %llu regions %zu\n",
-        (int)loop_.get_phase(), loop_.get_period(), (unsigned long long)loop_.get_load(),
-        (unsigned long long)loop_.get_region_bytes(), (unsigned long long)loop_.get_missed(),
-        (unsigned long long)loop_.get_losses(), regions_.size());
   const std::size_t g = page_size_;
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
     const page_map::page& p = pages_.get(i);
@@ -212,10 +203,7 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
   block* b = nullptr;
   if (note.offset != placement::loop_plan::kNone) {
     b = take_planned(note.offset, size, queue, &r.previous_queue);
-    if (!b) {
-      loop_.on_missed();
-      if (std::getenv("MEMKIT_DEBUG_LOOP")) std::fprintf(stderr, "miss serial %lu offset %lu size %zu\n", (unsigned long)note.serial, (unsigned long)note.offset, size);
-    }
+    if (!b) loop_.on_missed();
   }
   if (!b) b = take_online(size, queue, r);
   if (!b) {

@@ -1,8 +1,6 @@
 #include "placement/loop_plan.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <utility>
 
 #include "memkit/planner.hpp"
@@ -55,7 +53,6 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
 
 void loop_plan::lose(std::uint64_t serial, std::size_t size) {
   ++losses_;
-  if (getenv("MEMKIT_DEBUG_LOOP")) fprintf(stderr, "lose at serial %lu position %zu want %lu got %zu cycles %lu period %zu region %lu\n", (unsigned long)serial, position_, (unsigned long)sizes_[position_], size, (unsigned long)cycles_, sizes_.size(), (unsigned long)region_bytes_);
   // A plan lost before its region was asked for was a repetition inside the loop
   // (a stack of equal layers, say): learn again, looking for a longer one.
   if (region_bytes_ == 0) {
@@ -207,11 +204,6 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   region_ready_ = false;
   cycles_ = 0;
   load_ = static_cast<std::uint64_t>(load);
-  if (getenv("MEMKIT_DEBUG_LOOP")) {
-    std::uint64_t online = 0, online_bytes = 0;
-    for (std::size_t p = 0; p < period; ++p) if (offsets_[p] == kNone) { ++online; online_bytes += sizes_[p]; }
-    fprintf(stderr, "plan: period %zu online %lu (%.1f MiB) crossing %.1f MiB long-lived %.1f MiB load %.1f MiB height %.1f MiB\n", period, (unsigned long)online, (double)online_bytes / 1048576.0, (double)best_crossing / 1048576.0, (double)long_lived / 1048576.0, (double)load / 1048576.0, (double)planned_height_ / 1048576.0);
-  }
   // The last request was copy B's last, at position period - 1 - best_cut.
   position_ = period - 1 - best_cut;
   phase_ = phase::waiting;
