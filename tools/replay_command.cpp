@@ -41,6 +41,7 @@ struct replay_settings {
   std::string capacity_text = "1TiB";
   std::string granularity_text = "2MiB";
   double arena_slack = trace::replay_options{}.arena_slack;
+  bool plan_loops = trace::replay_options{}.plan_loops;
   std::uint32_t device_lag = 0;
   std::uint64_t lag_seed = 0;
   bool min_capacity = false;
@@ -161,6 +162,7 @@ nlohmann::json to_json(const trace::report_section& section, const replay_settin
   out["backend"] = settings.backend_name;
   out["policy"] = settings.policy_name;
   out["arena_slack"] = section.options.arena_slack;
+  out["plan_loops"] = section.options.plan_loops;
   if (section.options.device == backend_kind::sim) {
     out["capacity_bytes"] = section.options.capacity;
     out["granularity_bytes"] = section.options.granularity;
@@ -308,6 +310,7 @@ void run_replay(const replay_settings& settings) {
   options.granularity = parse_size(settings.granularity_text, "--granularity");
   options.validate = settings.validate;
   options.arena_slack = settings.arena_slack;
+  options.plan_loops = settings.plan_loops;
   options.device_lag = settings.device_lag;
   options.lag_seed = settings.lag_seed;
   if (settings.device_lag > 0 && options.device != backend_kind::sim) {
@@ -413,6 +416,12 @@ void add_replay_command(CLI::App& app) {
                    "how far reserved may grow over the peak in use before the arena moves idle "
                    "pages (default: the allocator's own, 0.02 = 2%); 0 seeks the floor")
       ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  command
+      ->add_option("--plan-loops", settings->plan_loops,
+                   "arena: learn a repeating loop and place its blocks from a plan of one "
+                   "repetition (default: the allocator's own, true); false places every block "
+                   "online")
       ->capture_default_str();
   command
       ->add_option("--device-lag", settings->device_lag,

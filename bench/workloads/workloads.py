@@ -68,8 +68,8 @@ def parse_allocator(spec):
         env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     for item in filter(None, options.split(",")):
         key, _, value = item.partition("=")
-        if key not in ("policy", "arena_slack", "lib") or not value:
-            raise SystemExit("[workloads] '%s': options are policy=P, arena_slack=F and lib=PATH"
+        if key not in ("policy", "arena_slack", "plan_loops", "lib") or not value:
+            raise SystemExit("[workloads] %s: options are policy=P, arena_slack=F, plan_loops=0|1 and lib=PATH"
                              % spec)
         if key == "lib":
             lib = os.path.abspath(value)

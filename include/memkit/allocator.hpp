@@ -104,6 +104,10 @@ struct allocator_options {
   // replay --arena-slack 0); the 2% default, memkit replay's too, keeps a training
   // loop free of remapping (docs/BENCHMARKS.md).
   double arena_slack = 0.02;
+  // Arena: learn a loop that repeats its requests and place its blocks where a plan
+  // of one repetition puts them, so that its steady state moves no page
+  // (placement/loop_plan.hpp). Off: every block is placed online.
+  bool plan_loops = true;
 };
 
 // A view of the allocator's layout, for reports (the segment map of memkit replay).

@@ -11,9 +11,12 @@
 //   1. Greedy best fit by decreasing size (the TFLite / XLA heuristic) gives a valid
 //      plan in O(n^2) at once; every later step only replaces it with a lower one.
 //   2. Best fit again in "peak-first" order (buffers live through the highest load
-//      first, then larger first), repaired for a few rounds: the buffers that end
-//      above the target are moved halfway to the front of the order and best fit runs
-//      again. On long real schedules this reaches LOAD where the search cannot start.
+//      first, then larger first) and in two sweeps through time (latest death first,
+//      earliest birth first); from the lowest of the three, repaired for a few rounds:
+//      the buffers that end above the target are moved halfway to the front of the
+//      order and best fit runs again. On long real schedules this reaches LOAD where
+//      the search cannot start; the backward sweep suits loops whose load climbs to a
+//      peak at their end (generation with a growing cache).
 //   3. The instance is split into parts that can be planned alone: a buffer live over
 //      the whole time span of its part goes to the bottom (every other buffer there is
 //      wholly above or below it, so swapping it down loses nothing), and the rest is cut

@@ -32,9 +32,10 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 
-// MEMKIT_POLICY (automatic | segments | arena) and MEMKIT_ARENA_SLACK (a fraction,
-// e.g. 0.02) choose the allocator's options, as memkit replay's --policy and
-// --arena-slack do; a bad value is an error naming the variable.
+// MEMKIT_POLICY (automatic | segments | arena), MEMKIT_ARENA_SLACK (a fraction, e.g.
+// 0.02) and MEMKIT_PLAN_LOOPS (0 | 1) choose the allocator's options, as memkit
+// replay's --policy, --arena-slack and --plan-loops do; a bad value is an error naming the
+// variable.
 memkit::allocator_options get_options_from_environment() {
   memkit::allocator_options options;
   if (const char* policy = std::getenv("MEMKIT_POLICY")) {
@@ -58,6 +59,14 @@ memkit::allocator_options get_options_from_environment() {
                                      std::string(slack) + "': expected a fraction from 0 to 10");
     }
     options.arena_slack = value;
+  }
+  if (const char* plan = std::getenv("MEMKIT_PLAN_LOOPS")) {
+    const std::string value = plan;
+    if (value != "0" && value != "1") {
+      throw memkit::invalid_argument("[memkit::torch_malloc] MEMKIT_PLAN_LOOPS='" + value +
+                                     "': expected 0 or 1");
+    }
+    options.plan_loops = value == "1";
   }
   return options;
 }

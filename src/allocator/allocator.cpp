@@ -41,6 +41,7 @@ allocator::state::state(backend& b, const allocator_options& options)
   }
   if (options.policy != pool_policy::segments && facts.virtual_memory) {
     vm = arena::create(device, facts, fences, options.arena_slack);
+    if (vm) vm->set_loop_planning(options.plan_loops);
   }
 }
 

@@ -194,7 +194,7 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
     range_.set_merge_by_queue(false);
     for (auto& region : regions_) region->pool.set_merge_by_queue(false);
   }
-  if (!note.noted) {
+  if (!note.noted && plan_loops_) {
     note.noted = true;
     note.serial = loop_.on_request(size);
     note.offset = loop_.get_offset();

@@ -121,6 +121,8 @@ class arena {
   void give_back(const std::vector<page_plan>& pages);
 
   void merge_unmerged();
+  // Whether requests go through the loop plan (allocator_options::plan_loops).
+  void set_loop_planning(bool on) { plan_loops_ = on; }
   // The pool a block of the arena belongs to: the range or a plan's region.
   pools::segment_pool& pool_of(const pools::block* b);
   const placement::loop_plan& get_loop_plan() const { return loop_; }
@@ -168,6 +170,7 @@ class arena {
   queue_id sole_queue_ = 0;          // the queue of every block so far, while only_one_queue_
   bool only_one_queue_ = true;       // then free ranges merge by queue (segment_pool::can_merge)
   placement::loop_plan loop_;        // learns a repeating sequence of requests and plans it
+  bool plan_loops_ = true;           // requests go through loop_
   std::vector<std::unique_ptr<plan_region>> regions_;  // the current plan's is last
 };
 

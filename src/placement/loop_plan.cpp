@@ -66,6 +66,7 @@ void loop_plan::lose(std::uint64_t serial, std::size_t size) {
 void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_period) {
   phase_ = phase::learning;
   min_period_ = std::max(min_period, kMinPeriod);
+  declined_ = 0;
   sizes_.clear();
   offsets_.clear();
   region_bytes_ = 0;
@@ -97,8 +98,9 @@ void loop_plan::learn(std::uint64_t serial) {
   const std::uint64_t period = serial - previous;
   if (period < min_period_ || 2 * period > serial + 1 - first_serial_) return;
   // A period that failed is tried again only after an eighth of it; one whose
-  // plan was too high, not again.
-  if (period == declined_ || (serial < next_check_ && period == last_rejected_)) return;
+  // plan was too high, after kDeclinedRepetitions (lifetimes may settle by then).
+  if (period == declined_ && serial < declined_until_) return;
+  if (serial < next_check_ && period == last_rejected_) return;
   if (try_plan(serial, static_cast<std::size_t>(period))) return;
   last_rejected_ = period;
   next_check_ = serial + std::max<std::uint64_t>(period / 8, 1);
@@ -191,6 +193,7 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   if (static_cast<double>(planner::height(inst, plan)) >
       kMaxHeightOverLoad * static_cast<double>(load)) {
     declined_ = period;
+    declined_until_ = last + kDeclinedRepetitions * period;
     return false;
   }
   sizes_.assign(period, 0);

@@ -317,5 +317,15 @@ std::vector<std::size_t> peak_first_order(const instance& inst) {
   return order;
 }
 
+std::vector<std::size_t> sweep_order(const instance& inst, bool backward) {
+  const std::vector<buffer>& buffers = inst.buffers;
+  std::vector<std::size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return backward ? buffers[a].upper > buffers[b].upper : buffers[a].lower < buffers[b].lower;
+  });
+  return order;
+}
+
 }  // namespace detail
 }  // namespace memkit::planner

@@ -34,6 +34,11 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
 // Buffers live through the highest load first (they decide the height), then larger
 // first: on long schedules this lands far nearer LOAD than size order alone.
 std::vector<std::size_t> peak_first_order(const instance& inst);
+// Sweeps through time: the latest death first (backward) or the earliest birth first
+// (forward). Best fit in such an order acts as an online allocator run over the
+// schedule, which stays near LOAD where the load climbs toward a peak at the end of
+// each iteration (autoregressive generation with a growing cache).
+std::vector<std::size_t> sweep_order(const instance& inst, bool backward);
 
 enum class search_status { found, infeasible, stopped };
 

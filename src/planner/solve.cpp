@@ -112,19 +112,30 @@ result solve(const instance& inst, const options& opts) {
   // halfway to the front of the order and runs best fit again. The few buffers that
   // found no gap get first pick next time; on long schedules this reaches LOAD in a
   // few rounds where the search cannot even start.
+  //
+  // Sweeps through time, backward and forward, are tried beside it and the repair
+  // starts from whichever order gave the lowest plan: where the load climbs to a peak
+  // at the end of each iteration (generation with a growing cache) a backward sweep
+  // lands far lower than peak-first.
   {
     std::vector<std::size_t> order = detail::peak_first_order(inst);
+    plan candidate = detail::greedy_in_order(inst, order);
+    for (const bool backward : {true, false}) {
+      std::vector<std::size_t> sweep = detail::sweep_order(inst, backward);
+      plan swept = detail::greedy_in_order(inst, sweep);
+      if (height(inst, swept) < height(inst, candidate)) {
+        order = std::move(sweep);
+        candidate = std::move(swept);
+      }
+    }
     std::vector<std::size_t> late;
     const clock::time_point repair_until =
         start +
         std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(
             opts.time_limit_seconds *
             (inst.buffers.size() > kLargeInstanceBuffers ? kRepairShareLarge : kRepairShare)));
+    offer(candidate);
     for (int stale = 0; stale < kRepairStaleRounds && clock::now() < repair_until; ++stale) {
-      const plan candidate = detail::greedy_in_order(inst, order);
-      const std::int64_t before = out.height_bytes;
-      offer(candidate);
-      if (out.height_bytes < before) stale = 0;
       if (out.height_bytes <= out.load_bytes) break;
       if (opts.capacity && out.height_bytes <= *opts.capacity) break;
       const std::int64_t target = opts.capacity && *opts.capacity < out.height_bytes
@@ -141,6 +152,10 @@ result solve(const instance& inst, const options& opts) {
         order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
         order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
       }
+      candidate = detail::greedy_in_order(inst, order);
+      const std::int64_t before = out.height_bytes;
+      offer(candidate);
+      if (out.height_bytes < before) stale = 0;
     }
   }
 

@@ -35,6 +35,7 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
   allocator_settings.validate = options.validate;
   allocator_settings.policy = options.policy;
   allocator_settings.arena_slack = options.arena_slack;
+  allocator_settings.plan_loops = options.plan_loops;
   if (options.device == backend_kind::sim) {
     sim_options sim_settings;
     sim_settings.capacity = options.capacity;

@@ -1,0 +1,255 @@
+// The loop plan, driven by synthetic programs: a repeating step is learned at its full
+// period, its planned offsets never overlap while live and fit the region, blocks that
+// outlive the repetition are left online, a loss stops the offsets until the loop comes
+// back, and programs that do not repeat get no plan.
+#include "placement/loop_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace memkit::placement {
+namespace {
+
+constexpr std::uint64_t kNone = loop_plan::kNone;
+constexpr std::size_t kForever = ~std::size_t{0};
+
+struct block {
+  std::size_t size;
+  std::size_t life;  // requests made after its own before it is freed; kForever: never
+};
+
+// Makes the requests of each step and frees each block `life` requests later; makes the
+// region as soon as the plan asks for it; checks every planned offset it is given.
+class program {
+ public:
+  // Runs one step; returns the offset given to each of its requests.
+  std::vector<std::uint64_t> step(const std::vector<block>& blocks) {
+    std::vector<std::uint64_t> offsets;
+    for (const block& b : blocks) {
+      const std::uint64_t serial = plan.on_request(b.size);
+      if (plan.get_region_bytes() > 0 && !plan.is_region_ready()) {
+        plan.set_region_ready();
+        region_at = requests_;
+      }
+      offsets.push_back(plan.get_offset());
+      if (offsets.back() != kNone) place(serial, offsets.back(), b.size);
+      if (b.life != kForever) frees_.emplace(requests_ + b.life, serial);
+      for (auto it = frees_.begin(); it != frees_.end() && it->first == requests_;) {
+        plan.on_free(it->second);
+        placed_.erase(it->second);
+        it = frees_.erase(it);
+      }
+      ++requests_;
+    }
+    return offsets;
+  }
+  std::vector<std::uint64_t> steps(const std::vector<block>& blocks, int count) {
+    std::vector<std::uint64_t> offsets;
+    for (int i = 0; i < count; ++i) offsets = step(blocks);
+    return offsets;
+  }
+
+  loop_plan plan;
+  std::uint64_t conflicts = 0;  // planned blocks live at once sharing bytes, or past the region
+  std::uint64_t top = 0;        // the highest offset + size given
+  std::uint64_t region_at = 0;  // requests made before the region was asked for
+
+ private:
+  void place(std::uint64_t serial, std::uint64_t offset, std::uint64_t size) {
+    if (offset + size > plan.get_region_bytes()) ++conflicts;
+    for (const auto& [other, at] : placed_) {
+      if (offset < at.first + at.second && at.first < offset + size) ++conflicts;
+    }
+    placed_[serial] = {offset, size};
+    top = std::max(top, offset + size);
+  }
+
+  std::uint64_t requests_ = 0;
+  std::multimap<std::uint64_t, std::uint64_t> frees_;  // request index -> serial freed after it
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> placed_;  // live, planned
+};
+
+std::size_t count_none(const std::vector<std::uint64_t>& offsets) {
+  return static_cast<std::size_t>(std::count(offsets.begin(), offsets.end(), kNone));
+}
+
+// 40 requests of distinct sizes and varied lifetimes, all freed within the step.
+std::vector<block> varied_step() {
+  std::vector<block> blocks;
+  for (std::size_t k = 0; k < 40; ++k)
+    blocks.push_back({4096 * (1 + k * 17 % 40), k * 7 % (40 - k)});
+  return blocks;
+}
+
+// Forward blocks live until their mirror in the backward half (nested), each backward
+// request a small temporary: every plan is at least the sum of the forward blocks.
+std::vector<block> nested_step() {
+  std::vector<block> blocks;
+  for (std::size_t k = 0; k < 20; ++k) blocks.push_back({65536 * (1 + k * 7 % 20), 39 - 2 * k});
+  for (std::size_t k = 0; k < 20; ++k) blocks.push_back({512 * (1 + k), 0});
+  return blocks;
+}
+
+// 12 equal layers of 10 requests: each forward layer keeps 4 activations until its
+// backward layer, which runs in reverse order after all the forward ones.
+std::vector<block> layered_step() {
+  constexpr std::size_t layers = 12, width = 10;
+  std::vector<block> blocks;
+  for (std::size_t layer = 0; layer < layers; ++layer) {
+    const std::size_t backward_end = (2 * layers - layer) * width - 1;
+    for (std::size_t k = 0; k < width; ++k) {
+      const std::size_t at = layer * width + k;
+      blocks.push_back(k < 4 ? block{(std::size_t{1} << 20) * (k + 1), backward_end - at}
+                             : block{4096 * (k + 1), 1});
+    }
+  }
+  for (std::size_t layer = 0; layer < layers; ++layer) {
+    for (std::size_t k = 0; k < width; ++k)
+      blocks.push_back({1000 * (k + 1) + 8, k + 1 < width ? std::size_t{1} : 0});
+  }
+  return blocks;
+}
+
+std::vector<block> random_step(std::mt19937_64& rng, std::size_t count) {
+  std::vector<block> blocks;
+  for (std::size_t k = 0; k < count; ++k) blocks.push_back({256 * (1 + rng() % 65536), rng() % 64});
+  return blocks;
+}
+
+TEST(loop_plan, a_repeating_step_is_learned_and_followed) {
+  program p;
+  p.steps(varied_step(), 2);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::waiting) << "planned after two steps";
+  EXPECT_EQ(p.plan.get_region_bytes(), 0u);
+  const std::vector<std::uint64_t> last = p.steps(varied_step(), 40);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_period(), 40u);
+  EXPECT_GE(p.region_at, 80 + loop_plan::kMinHeld) << "the region waits for the plan to hold";
+  EXPECT_EQ(count_none(last), 0u);
+  EXPECT_EQ(p.plan.get_missed(), 0u);
+  EXPECT_EQ(p.plan.get_losses(), 0u);
+}
+
+TEST(loop_plan, planned_offsets_do_not_overlap_and_fit_the_region) {
+  for (const auto& step : {varied_step(), nested_step(), layered_step()}) {
+    program p;
+    p.steps(step, 40);
+    ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+    EXPECT_EQ(p.conflicts, 0u);
+    EXPECT_GT(p.top, 0u);
+    EXPECT_LE(p.top, p.plan.get_region_bytes());
+    EXPECT_GE(p.plan.get_region_bytes(), p.plan.get_load());
+    EXPECT_LE(static_cast<double>(p.plan.get_region_bytes()),
+              loop_plan::kMaxHeightOverLoad * static_cast<double>(p.plan.get_load()));
+  }
+  program nested;
+  nested.steps(nested_step(), 40);
+  std::uint64_t forward = 0;
+  for (std::size_t k = 0; k < 20; ++k) forward += nested_step()[k].size;
+  EXPECT_EQ(nested.plan.get_load(), forward + 512) << "all forward and the first temporary";
+  EXPECT_EQ(nested.plan.get_region_bytes(), nested.plan.get_load());
+}
+
+TEST(loop_plan, a_stack_of_equal_layers_is_planned_at_the_step_period) {
+  program p;
+  const std::vector<std::uint64_t> last = p.steps(layered_step(), 30);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_period(), 240u);
+  EXPECT_EQ(count_none(last), 0u);
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, blocks_outliving_the_step_are_left_online) {
+  std::vector<block> step = varied_step();
+  step[0] = {std::size_t{64} << 20, 39};  // live all step: the cut goes between steps
+  step[30].life = 20;                     // freed in the next step
+  step[5].life = 60;                      // longer than a step
+  step[12].life = kForever;               // never freed
+  program p;
+  const std::vector<std::uint64_t> last = p.steps(step, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_period(), 40u);
+  for (std::size_t k = 0; k < step.size(); ++k) {
+    EXPECT_EQ(last[k] == kNone, k == 30 || k == 5 || k == 12) << "request " << k;
+  }
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, a_different_size_loses_the_loop_until_it_comes_back) {
+  program p;
+  p.steps(varied_step(), 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  std::vector<block> odd = varied_step();
+  odd[20].size += 1;
+  const std::vector<std::uint64_t> lost = p.step(odd);
+  EXPECT_EQ(p.plan.get_losses(), 1u);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::lost);
+  for (std::size_t k = 0; k < lost.size(); ++k) {
+    EXPECT_EQ(lost[k] == kNone, k >= 20) << "request " << k;
+  }
+  const std::vector<std::uint64_t> back = p.step(varied_step());
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(count_none(back), 0u);
+  EXPECT_EQ(p.plan.get_losses(), 1u);
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, sizes_that_vary_every_step_get_no_plan) {
+  std::mt19937_64 rng(7);
+  program p;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(count_none(p.step(random_step(rng, 40))), 40u);
+    ASSERT_EQ(p.plan.get_region_bytes(), 0u);
+  }
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::learning);
+}
+
+TEST(loop_plan, a_long_program_that_never_repeats_keeps_learning) {
+  std::mt19937_64 rng(11);
+  program p;
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(count_none(p.step(random_step(rng, 1000))), 1000u);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::learning);
+  EXPECT_EQ(p.plan.get_region_bytes(), 0u);
+  // Still learns: a loop that starts now is found.
+  p.steps(varied_step(), 40);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_period(), 40u);
+}
+
+// A few requests come before the loop, so the two copies compared start inside a step,
+// where a block live all step crosses: the cut still goes between steps, where nothing
+// is live, and every block is planned.
+TEST(loop_plan, the_cut_goes_where_the_fewest_bytes_are_live) {
+  std::vector<block> step = varied_step();
+  step[0] = {std::size_t{64} << 20, 39};
+  program p;
+  p.step({{1 << 20, 0}, {2 << 20, 0}, {3 << 20, 0}});
+  const std::vector<std::uint64_t> last = p.steps(step, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(count_none(last), 0u) << "the 64 MiB block is left online";
+}
+
+TEST(loop_plan, a_declined_period_is_tried_again_once_lifetimes_settle) {
+  // Lifetimes whose plan is well above LOAD in the first steps (it is declined), then
+  // the same sizes with settled lifetimes: the period is planned after a while.
+  const std::vector<block> high = {{6291456, 10}, {8388609, 2}, {4194306, 2}, {4194307, 11},
+                                   {4194308, 11}, {3145733, 6}, {8388614, 2}, {5242887, 0},
+                                   {4194312, 4},  {3145737, 5}, {6291466, 1}, {5242891, 2},
+                                   {8388620, 3},  {3145741, 2}, {4194318, 1}, {8388623, 0}};
+  std::vector<block> settled = high;
+  for (block& b : settled) b.life = 0;
+  program p;
+  p.steps(high, 2);
+  p.steps(settled, 200);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_period(), high.size());
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
+}  // namespace
+}  // namespace memkit::placement
