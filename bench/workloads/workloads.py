@@ -40,7 +40,7 @@ STAT_FIELDS = [
     "cache_hits", "backend_allocations", "backend_frees", "retries", "out_of_memory",
     "live_blocks", "segments", "maps", "unmaps",
 ]
-RECORD_WARMUP = 3  # steps a recorded trace counts as warm-up (its metadata warmup_steps)
+RECORD_WARMUP = 10  # steps a recorded trace counts as warm-up (its metadata warmup_steps), as compare
 
 
 class MemkitStatistics(ctypes.Structure):

@@ -198,7 +198,13 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
     note.noted = true;
     note.serial = loop_.on_request(size);
     note.offset = loop_.get_offset();
-    if (loop_.get_region_bytes() > 0 && !loop_.is_region_ready()) make_region(queue);
+    if (loop_.is_at_start()) {
+      // A plan is worth its region only where online placement keeps moving pages:
+      // elsewhere the switch would move them once for nothing.
+      if (loop_.get_region_bytes() > 0 && !loop_.is_region_ready() && moves_ > moves_at_start_)
+        make_region(queue);
+      moves_at_start_ = moves_;
+    }
   }
   block* b = nullptr;
   if (note.offset != placement::loop_plan::kNone) {
@@ -278,6 +284,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   }
   const std::size_t creates = need - stolen.size();
   r.wait_would_help = creates > room_pages && !waiting.empty();
+  moves_ += stolen.size() + (r.wait_would_help ? 1 : 0);
   if (!stolen.empty() || r.wait_would_help) fences_wanted_ = kFencesAfterMoves;
   if (r.wait_would_help) {
     const std::size_t wanted = std::min(creates - room_pages, waiting.size());

@@ -157,20 +157,22 @@ class arena {
   backend& device_;
   const fence_tracker& fences_;
   const double slack_;
-  const address_t base_;             // start of the reserved range
-  const std::size_t size_;           // bytes of the range
-  const std::size_t page_size_;      // the backend's granularity
-  pools::segment_pool range_;        // placement of blocks in the range (a single segment)
-  placement::page_map pages_;        // one entry per page of the range
-  std::size_t mapped_pages_ = 0;     // pages with a physical page mapped now
-  std::size_t held_unmapped_ = 0;    // stolen pages between unmap and map (still reserved)
-  std::uint32_t fences_wanted_ = 0;  // frees that leave pages idle and record a fence,
-                                     // left (reset while pages move or requests wait)
-  bool placed_any_ = false;          // a block was ever placed
-  queue_id sole_queue_ = 0;          // the queue of every block so far, while only_one_queue_
-  bool only_one_queue_ = true;       // then free ranges merge by queue (segment_pool::can_merge)
-  placement::loop_plan loop_;        // learns a repeating sequence of requests and plans it
-  bool plan_loops_ = true;           // requests go through loop_
+  const address_t base_;              // start of the reserved range
+  const std::size_t size_;            // bytes of the range
+  const std::size_t page_size_;       // the backend's granularity
+  pools::segment_pool range_;         // placement of blocks in the range (a single segment)
+  placement::page_map pages_;         // one entry per page of the range
+  std::size_t mapped_pages_ = 0;      // pages with a physical page mapped now
+  std::size_t held_unmapped_ = 0;     // stolen pages between unmap and map (still reserved)
+  std::uint32_t fences_wanted_ = 0;   // frees that leave pages idle and record a fence,
+                                      // left (reset while pages move or requests wait)
+  bool placed_any_ = false;           // a block was ever placed
+  queue_id sole_queue_ = 0;           // the queue of every block so far, while only_one_queue_
+  bool only_one_queue_ = true;        // then free ranges merge by queue (segment_pool::can_merge)
+  placement::loop_plan loop_;         // learns a repeating sequence of requests and plans it
+  bool plan_loops_ = true;            // requests go through loop_
+  std::uint64_t moves_ = 0;           // pages stolen and waits for them, so far
+  std::uint64_t moves_at_start_ = 0;  // moves_ when the loop's last repetition began
   std::vector<std::unique_ptr<plan_region>> regions_;  // the current plan's is last
 };
 

@@ -64,6 +64,10 @@ class loop_plan {
   void on_missed() { ++missed_; }
 
   phase get_phase() const { return phase_; }
+  // The last request began a repetition of a learned loop (its cut).
+  bool is_at_start() const {
+    return (phase_ == phase::waiting || phase_ == phase::following) && position_ == 0;
+  }
   std::size_t get_period() const { return sizes_.size(); }
   std::uint64_t get_load() const { return load_; }
   std::uint64_t get_missed() const { return missed_; }
