@@ -1,0 +1,35 @@
+// The loop plan on a real loop: the U-Net training trace of the workload suite
+// (data/traces/workloads), whose online layout moves pages every step. With the plan
+// its steady state moves none, within the memory goal, with validation on.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "memkit/trace.hpp"
+#include "trace/replay.hpp"
+
+namespace memkit::trace {
+namespace {
+
+replay_result replay_unet(bool plan_loops) {
+  const trace_data trace =
+      read(std::string(MEMKIT_SOURCE_DIR) + "/data/traces/workloads/unet_bf16.trace.csv.gz");
+  replay_options options;
+  options.plan_loops = plan_loops;
+  options.validate = true;  // every invariant, regions included, after every operation
+  return replay(trace, options);
+}
+
+TEST(loop_plan_replay, a_learned_loop_moves_no_page_after_its_warm_up) {
+  const replay_result online = replay_unet(false);
+  const replay_result planned = replay_unet(true);
+  ASSERT_TRUE(online.completed && planned.completed);
+  ASSERT_TRUE(online.has_unmaps_after_warmup && planned.has_unmaps_after_warmup);
+  EXPECT_GT(online.unmaps_after_warmup, 0u) << "online placement moves pages every step";
+  EXPECT_EQ(planned.unmaps_after_warmup, 0u);
+  EXPECT_LE(static_cast<double>(planned.peak_reserved_bytes),
+            1.02 * static_cast<double>(planned.peak_active_bytes) + (2 << 20));
+}
+
+}  // namespace
+}  // namespace memkit::trace
