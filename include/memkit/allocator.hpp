@@ -38,6 +38,15 @@
 //             each free that leaves pages idle), never for the whole queue.
 //             (allocator/arena.hpp: the range, page map and placement; it reads
 //             the fences and a budget, and returns its page counts.)
+//   loop      (plan_loops) the arena learns a loop that repeats its requests
+//   plan      (placement/loop_plan.hpp), plans one repetition with the planner,
+//             and places the loop's blocks at their planned offsets in a region:
+//             a pool over a placeholder block of the range, made at the loop's cut
+//             and only where online placement moved pages the repetition before:
+//               no two planned blocks live at once overlap;
+//               LOAD <= region <= 1.01 LOAD
+//             a planned place still in use, or a request off the plan, is placed
+//             online. The steady state then touches the same pages every step.
 //   fences    a block freed on queue q is reusable at once on q; on another
 //             queue once a fence recorded on q after the free completes
 //             (allocator/fences.hpp: the safe serial and fences of each queue).
