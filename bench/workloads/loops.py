@@ -37,19 +37,28 @@ def _train_step(model, optimizer, forward, bf16=False):
     return step
 
 
+def _classifier_step(model, optimizer, device, seed, batch=lambda: 64, bf16=False,
+                     channels_last=False):
+    """A training step of an ImageNet-sized classifier on random 224 px images."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        n = batch()
+        x = torch.randn(n, 3, 224, 224, device=device, generator=g)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (n,), device=device, generator=g)
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward, bf16=bf16)
+
+
 @loop("resnet50_sgd", "torchvision ResNet-50, batch 64 at 224 px, SGD with momentum, fp32")
 def resnet50_sgd(device, seed):
     import torchvision
     model = torchvision.models.resnet50(weights=None).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    g = torch.Generator(device=device).manual_seed(seed)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def forward():
-        x = torch.randn(64, 3, 224, 224, device=device, generator=g)
-        y = torch.randint(0, 1000, (64,), device=device, generator=g)
-        return loss_fn(model(x), y)
-    return _train_step(model, optimizer, forward)
+    return _classifier_step(model, optimizer, device, seed)
 
 
 @loop("vit_b16_adamw_bf16", "timm ViT-B/16, batch 64 at 224 px, bf16 autocast, AdamW")
@@ -57,14 +66,7 @@ def vit_b16(device, seed):
     import timm
     model = timm.create_model("vit_base_patch16_224", pretrained=False).to(device)
     optimizer = _adamw(model)
-    g = torch.Generator(device=device).manual_seed(seed)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def forward():
-        x = torch.randn(64, 3, 224, 224, device=device, generator=g)
-        y = torch.randint(0, 1000, (64,), device=device, generator=g)
-        return loss_fn(model(x), y)
-    return _train_step(model, optimizer, forward, bf16=True)
+    return _classifier_step(model, optimizer, device, seed, bf16=True)
 
 
 class _UNet(torch.nn.Module):
@@ -202,16 +204,8 @@ def efficientnet_varbatch(device, seed):
     model = model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def forward():
-        batch = rng.randint(32, 128)
-        x = torch.randn(batch, 3, 224, 224, device=device, generator=g)
-        x = x.contiguous(memory_format=torch.channels_last)
-        y = torch.randint(0, 1000, (batch,), device=device, generator=g)
-        return loss_fn(model(x), y)
-    return _train_step(model, optimizer, forward, bf16=True)
+    return _classifier_step(model, optimizer, device, seed, batch=lambda: rng.randint(32, 128),
+                            bf16=True, channels_last=True)
 
 
 @loop("resnet18_eval_varbatch", "torchvision ResNet-18 inference in fp16, batch drawn from "
@@ -281,14 +275,7 @@ def convnext_tiny(device, seed):
     import timm
     model = timm.create_model("convnext_tiny", pretrained=False).to(device)
     optimizer = _adamw(model)
-    g = torch.Generator(device=device).manual_seed(seed)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def forward():
-        x = torch.randn(64, 3, 224, 224, device=device, generator=g)
-        y = torch.randint(0, 1000, (64,), device=device, generator=g)
-        return loss_fn(model(x), y)
-    return _train_step(model, optimizer, forward)
+    return _classifier_step(model, optimizer, device, seed)
 
 
 @loop("llama_generate_varbatch", "Llama-style decoder (8 layers, 1024 wide) in bf16, "
