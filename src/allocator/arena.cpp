@@ -572,10 +572,24 @@ void arena::add_views(std::vector<segment_view>& views) const {
     segment_view v{base_ + i * g, (end - i) * g, false, {}};
     const std::size_t lo = i * g, hi = end * g;
     while (b && b->offset + b->size <= lo) b = static_cast<const block*>(b->next_range);
+    auto add = [&](const block* x) {  // the part of x on the run, x's offset from the range
+      const std::size_t at = x->owner->base - base_ + x->offset;
+      const std::size_t from = std::max<std::size_t>(at, lo);
+      const std::size_t to = std::min<std::size_t>(at + x->size, hi);
+      if (from < to)
+        v.blocks.push_back({from - lo, to - from, x->live ? x->requested : 0, x->live});
+    };
     for (const block* x = b; x && x->offset < hi; x = static_cast<const block*>(x->next_range)) {
-      const std::size_t from = std::max<std::size_t>(x->offset, lo);
-      const std::size_t to = std::min<std::size_t>(x->offset + x->size, hi);
-      v.blocks.push_back({from - lo, to - from, x->live ? x->requested : 0, x->live});
+      const plan_region* region = nullptr;
+      for (const auto& r : regions_) region = r->placeholder == x ? r.get() : region;
+      if (!region) {
+        add(x);
+        continue;
+      }
+      // A region's placeholder: its own blocks instead.
+      for (const block* y = region->pool.get_segments().front()->first; y;
+           y = static_cast<const block*>(y->next_range))
+        add(y);
     }
     views.push_back(std::move(v));
     i = end;
