@@ -87,12 +87,11 @@ block* arena::take_most_mapped(std::size_t size, queue_id queue, queue_id* previ
 std::unique_ptr<arena> arena::create(backend& device, const device_facts& facts,
                                      const fence_tracker& fences, double slack) {
   const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
-  auto round_up = [g](std::size_t n) { return (n + g - 1) / g * g; };
   // Eight times the device's memory in addresses: fragmentation in addresses is
   // free as long as a large block still finds a contiguous range.
-  std::size_t bytes = round_up(8 * facts.capacity);
+  std::size_t bytes = align_up(8 * facts.capacity, g);
   address_t base = 0;
-  while (bytes >= g && (base = device.reserve_range(bytes)) == 0) bytes = round_up(bytes / 2);
+  while (bytes >= g && (base = device.reserve_range(bytes)) == 0) bytes = align_up(bytes / 2, g);
   if (base == 0) return nullptr;  // no addresses: large blocks use segments
   return std::make_unique<arena>(device, fences, slack, base, bytes, g);
 }
@@ -142,11 +141,11 @@ pools::segment_pool& arena::pool_of(const block* b) {
   throw invariant_violation("[memkit::arena::pool_of] a block of no pool of the arena");
 }
 
-bool arena::is_placeholder(const block* b) const {
+const arena::plan_region* arena::find_region(const block* placeholder) const {
   for (const auto& region : regions_) {
-    if (region->placeholder == b) return true;
+    if (region->placeholder == placeholder) return region.get();
   }
-  return false;
+  return nullptr;
 }
 
 void arena::merge_unmerged() {
@@ -525,7 +524,7 @@ void arena::validate(bool blocks_in_flight) const {
   auto count_users = [&](const pools::segment_pool& pool) {
     for (const block* b = pool.get_segments().front()->first; b;
          b = static_cast<const block*>(b->next_range)) {
-      if ((!b->live && !b->deferred) || is_placeholder(b)) continue;
+      if ((!b->live && !b->deferred) || find_region(b)) continue;
       const std::uint32_t first = first_page(b);
       const std::uint32_t last = last_page(b);
       check(last < users.size(), "a live block lies beyond the page map");
@@ -580,8 +579,7 @@ void arena::add_views(std::vector<segment_view>& views) const {
         v.blocks.push_back({from - lo, to - from, x->live ? x->requested : 0, x->live});
     };
     for (const block* x = b; x && x->offset < hi; x = static_cast<const block*>(x->next_range)) {
-      const plan_region* region = nullptr;
-      for (const auto& r : regions_) region = r->placeholder == x ? r.get() : region;
+      const plan_region* region = find_region(x);
       if (!region) {
         add(x);
         continue;

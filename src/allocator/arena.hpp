@@ -146,7 +146,8 @@ class arena {
   void make_region(queue_id queue);
   pools::block* take_planned(std::uint64_t offset, std::size_t size, queue_id queue,
                              queue_id* previous_queue);
-  bool is_placeholder(const pools::block* b) const;
+  // The region whose placeholder b is, or nullptr.
+  const plan_region* find_region(const pools::block* placeholder) const;
   pools::block* take_online(std::size_t size, queue_id queue, request& r);
   // Counts the pages under a placed block and plans the ones to map (see take).
   bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
