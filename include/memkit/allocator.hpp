@@ -20,9 +20,10 @@
 //                      one queue uses it, also a pending block and a safe one
 //                      that queue used, so the layout does not depend on when
 //                      fences complete (the range's untouched top stays apart)
-//   pools     small (requests <= 1 MiB, 2 MiB segments) and large (> 1 MiB), each a
-//             segregated-fit free index (placement/free_index.hpp): best fit in
-//             the request's bin, first fit above it.
+//   pools     small (requests <= 1 MiB, <= 512 KiB beside an arena; 2 MiB segments)
+//             and large (the rest), each a segregated-fit free index
+//             (placement/free_index.hpp): best fit in the request's bin, first
+//             fit above it.
 //   arena     (policy arena, the default where the backend has virtual memory)
 //             large blocks are placed in one reserved range 8x the device's
 //             memory; a page is mapped while a live block touches it:

@@ -42,13 +42,13 @@ allocator::state::state(backend& b, const allocator_options& options)
   if (options.policy != pool_policy::segments && facts.virtual_memory) {
     vm = arena::create(device, facts, fences, options.arena_slack);
     if (vm) vm->set_loop_planning(options.plan_loops);
+    if (vm) small_max = pools::kSmallRequestWithArena;
   }
 }
 
 std::size_t allocator::state::segment_size_for(std::size_t size) const {
   const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
-  std::size_t bytes =
-      size <= pools::kSmallRequest ? round_up(pools::kSmallSegment, g) : round_up(size, g);
+  std::size_t bytes = size <= small_max ? round_up(pools::kSmallSegment, g) : round_up(size, g);
   if (bytes > facts.max_buffer) bytes = std::max(size, facts.max_buffer);
   return bytes;
 }
@@ -102,7 +102,7 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
   }
   const std::size_t size = round_up(bytes, pools::kQuantum);
   thread_cache* cache = nullptr;
-  if (size <= thread_cache::kMaxBlock && s.thread_caching &&
+  if (size <= s.small_max && s.thread_caching &&
       (cache = s.get_thread_cache())->is_worth_trying()) {
     // Fastest: a block this thread freed, without the allocator's lock.
     cache->lock();

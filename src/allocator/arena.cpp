@@ -174,6 +174,23 @@ void arena::make_region(queue_id queue) {
   regions_.push_back(std::move(region));
 }
 
+void arena::retire_empty_regions() {
+  if (!only_one_queue_) return;
+  for (std::size_t k = 0; k < regions_.size();) {
+    plan_region& region = *regions_[k];
+    const pools::segment* s = region.pool.get_segments().front();
+    bool empty = !is_current(region) && s->live_blocks == 0;
+    for (const block* b = s->first; empty && b; b = static_cast<const block*>(b->next_range))
+      empty = !b->deferred;
+    if (!empty) {
+      ++k;
+      continue;
+    }
+    range_.give_back(region.placeholder, last_free_serial_);
+    regions_.erase(regions_.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+}
+
 block* arena::take_planned(std::uint64_t offset, std::size_t size, queue_id queue,
                            queue_id* previous_queue) {
   if (regions_.empty()) return nullptr;
@@ -197,6 +214,7 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
     note.noted = true;
     note.serial = loop_.on_request(size);
     note.offset = loop_.get_offset();
+    if (!regions_.empty() && !is_current(*regions_.front())) retire_empty_regions();
     if (loop_.is_at_start()) {
       // A plan is worth its region only where online placement keeps moving pages:
       // elsewhere the switch would move them once for nothing.
@@ -438,6 +456,7 @@ bool arena::free(block* b, std::uint64_t serial) {
   const std::uint32_t last = last_page(b);
   const queue_id queue = b->queue;
   loop_.on_free(b->loop_serial);
+  last_free_serial_ = serial;
   pools::segment_pool& pool = pool_of(b);
   if (b->deferred)
     pool.release_deferred(b);

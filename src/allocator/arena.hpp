@@ -144,6 +144,13 @@ class arena {
     pools::segment_pool pool;             // the planned blocks, at the plan's offsets
   };
   void make_region(queue_id queue);
+  // Gives back to the range the placeholders of regions no plan uses any more
+  // whose blocks have all gone (while one queue uses the arena: then their
+  // addresses are reusable at once on it).
+  void retire_empty_regions();
+  bool is_current(const plan_region& region) const {
+    return &region == regions_.back().get() && loop_.is_region_ready();
+  }
   pools::block* take_planned(std::uint64_t offset, std::size_t size, queue_id queue,
                              queue_id* previous_queue);
   // The region whose placeholder b is, or nullptr.
@@ -158,22 +165,23 @@ class arena {
   backend& device_;
   const fence_tracker& fences_;
   const double slack_;
-  const address_t base_;              // start of the reserved range
-  const std::size_t size_;            // bytes of the range
-  const std::size_t page_size_;       // the backend's granularity
-  pools::segment_pool range_;         // placement of blocks in the range (a single segment)
-  placement::page_map pages_;         // one entry per page of the range
-  std::size_t mapped_pages_ = 0;      // pages with a physical page mapped now
-  std::size_t held_unmapped_ = 0;     // stolen pages between unmap and map (still reserved)
-  std::uint32_t fences_wanted_ = 0;   // frees that leave pages idle and record a fence,
-                                      // left (reset while pages move or requests wait)
-  bool placed_any_ = false;           // a block was ever placed
-  queue_id sole_queue_ = 0;           // the queue of every block so far, while only_one_queue_
-  bool only_one_queue_ = true;        // then free ranges merge by queue (segment_pool::can_merge)
-  placement::loop_plan loop_;         // learns a repeating sequence of requests and plans it
-  bool plan_loops_ = true;            // requests go through loop_
-  std::uint64_t moves_ = 0;           // pages stolen and waits for them, so far
-  std::uint64_t moves_at_start_ = 0;  // moves_ when the loop's last repetition began
+  const address_t base_;                // start of the reserved range
+  const std::size_t size_;              // bytes of the range
+  const std::size_t page_size_;         // the backend's granularity
+  pools::segment_pool range_;           // placement of blocks in the range (a single segment)
+  placement::page_map pages_;           // one entry per page of the range
+  std::size_t mapped_pages_ = 0;        // pages with a physical page mapped now
+  std::size_t held_unmapped_ = 0;       // stolen pages between unmap and map (still reserved)
+  std::uint32_t fences_wanted_ = 0;     // frees that leave pages idle and record a fence,
+                                        // left (reset while pages move or requests wait)
+  bool placed_any_ = false;             // a block was ever placed
+  queue_id sole_queue_ = 0;             // the queue of every block so far, while only_one_queue_
+  bool only_one_queue_ = true;          // then free ranges merge by queue (segment_pool::can_merge)
+  placement::loop_plan loop_;           // learns a repeating sequence of requests and plans it
+  bool plan_loops_ = true;              // requests go through loop_
+  std::uint64_t moves_ = 0;             // pages stolen and waits for them, so far
+  std::uint64_t moves_at_start_ = 0;    // moves_ when the loop's last repetition began
+  std::uint64_t last_free_serial_ = 0;  // the serial of the last free
   std::vector<std::unique_ptr<plan_region>> regions_;  // the current plan's is last
 };
 

@@ -54,7 +54,7 @@ struct allocator::state {
   mutable std::mutex mutex;              // guards everything below
   std::condition_variable pages_mapped;  // signalled when busy pages finish mapping
   fence_tracker fences;                  // per queue: fences recorded, frees safe everywhere
-  segment_pool small;                    // requests <= 1 MiB
+  segment_pool small;                    // requests <= small_max
   segment_pool large;                    // larger requests, policy segments
   std::unique_ptr<arena> vm;             // larger requests, policy arena
   pools::address_map<block> live;        // live blocks by address
@@ -70,9 +70,10 @@ struct allocator::state {
   std::uint64_t free_serial = 0;    // frees so far
   std::uint64_t stamp_counter = 0;  // hand-outs so far: each live block's stamp
   bool validating = false;
-  bool thread_caching = true;         // small frees park in per-thread caches
-  const std::uint64_t id;             // unique per allocator, for thread-local lookup
-  std::vector<thread_cache*> caches;  // every thread's cache; guarded by the registry
+  bool thread_caching = true;                    // small frees park in per-thread caches
+  std::size_t small_max = pools::kSmallRequest;  // largest request of the small pool
+  const std::uint64_t id;                        // unique per allocator, for thread-local lookup
+  std::vector<thread_cache*> caches;             // every thread's cache; guarded by the registry
 
   // Thread caches (allocator/thread_caches.cpp).
   thread_cache* get_thread_cache() {
@@ -100,11 +101,11 @@ struct allocator::state {
     block* b = live.find(address);
     return b && b->stamp.load(std::memory_order_acquire) != 0 ? b : nullptr;
   }
-  segment_pool& pool_for(std::size_t size) { return size <= pools::kSmallRequest ? small : large; }
+  segment_pool& pool_for(std::size_t size) { return size <= small_max ? small : large; }
   segment_pool& owner_pool(const block* b) {
     return b->owner->small ? small : b->owner->virtual_range ? vm->pool_of(b) : large;
   }
-  bool uses_arena(std::size_t size) const { return vm && size > pools::kSmallRequest; }
+  bool uses_arena(std::size_t size) const { return vm && size > small_max; }
   std::size_t segment_size_for(std::size_t size) const;
 
   allocation on_allocated(block* b, std::size_t bytes, bool hit);

@@ -11,44 +11,56 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
   const std::uint64_t serial = next_serial_++;
   ++time_;
   offset_ = kNone;
+  const bool recording = is_recording(serial);
+  if (recording) history_.push_back({size, time_, kNone});
   switch (phase_) {
     case phase::learning:
-      history_.push_back({size, time_, kNone});
-      learn(serial);
-      if (phase_ == phase::learning && history_.size() >= 2 * kMaxHistory) {
-        // Forget the older half; a period longer than what is left is not planned.
-        history_.erase(history_.begin(),
-                       history_.begin() + static_cast<std::ptrdiff_t>(kMaxHistory));
-        first_serial_ += kMaxHistory;
-        windows_.clear();
-      }
-      return serial;
+      break;
     case phase::waiting:
     case phase::following:
       position_ = position_ + 1 == sizes_.size() ? 0 : position_ + 1;
       if (sizes_[position_] != size) {
         lose(serial, size);
-        return serial;
+        break;
       }
       if (position_ == 0) ++cycles_;
+      follow();
       break;
     case phase::lost:
       if (sizes_[0] != size) {
-        // Lost for long: the program does something else now; learn it afresh.
-        if (serial - lost_at_ > 4 * sizes_.size()) restart(serial, size, 0);
-        return serial;
+        // Lost for long, and no loop found since: learn afresh, for as long as it takes.
+        if (!is_recording(serial)) restart(serial, size, 0);
+        break;
       }
       position_ = 0;  // a request like the loop's first: follow it again from there
       phase_ = phase::waiting;
+      follow();
       break;
   }
+  if (is_recording(serial)) {
+    learn(serial);
+    if (history_.size() >= 2 * kMaxHistory) {
+      // Forget the older half; a period longer than what is left is not planned.
+      history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(kMaxHistory));
+      first_serial_ += kMaxHistory;
+      windows_.clear();
+    }
+  } else if (recording) {
+    // The plan held for long since its last loss: no longer loop to look for.
+    history_.clear();
+    history_.shrink_to_fit();
+    windows_.clear();
+  }
+  return serial;
+}
+
+void loop_plan::follow() {
   // The region is asked for once the plan held for a whole repetition, and
   // followed from a repetition's start once it exists.
   if (region_bytes_ == 0 && cycles_ >= 2 && (cycles_ - 1) * sizes_.size() >= kMinHeld)
     region_bytes_ = planned_height_;
   if (phase_ == phase::waiting && position_ == 0 && region_ready_) phase_ = phase::following;
   if (phase_ == phase::following) offset_ = offsets_[position_];
-  return serial;
 }
 
 void loop_plan::lose(std::uint64_t serial, std::size_t size) {
@@ -60,11 +72,17 @@ void loop_plan::lose(std::uint64_t serial, std::size_t size) {
     return;
   }
   phase_ = phase::lost;
+  if (!is_recording(serial)) {
+    // Look for a longer loop around this one from here on (see is_recording).
+    history_.assign(1, {size, time_, kNone});
+    first_serial_ = serial;
+    windows_.clear();
+  }
+  record_until_ = serial + kMaxHistory;
   lost_at_ = serial;
 }
 
 void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_period) {
-  phase_ = phase::learning;
   min_period_ = std::max(min_period, kMinPeriod);
   declined_ = 0;
   sizes_.clear();
@@ -72,15 +90,17 @@ void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_
   region_bytes_ = 0;
   region_ready_ = false;
   cycles_ = 0;
-  history_.clear();
-  windows_.clear();
-  first_serial_ = serial;
-  history_.push_back({size, time_, kNone});
+  if (!is_recording(serial)) {
+    history_.assign(1, {size, time_, kNone});
+    windows_.clear();
+    first_serial_ = serial;
+  }
+  phase_ = phase::learning;
 }
 
 void loop_plan::on_free(std::uint64_t serial) {
   ++time_;
-  if (phase_ != phase::learning || serial < first_serial_ || serial >= next_serial_) return;
+  if (serial < first_serial_ || serial - first_serial_ >= history_.size()) return;
   history_[serial - first_serial_].freed = time_;
 }
 
@@ -96,7 +116,11 @@ void loop_plan::learn(std::uint64_t serial) {
   const std::uint64_t previous = it->second;
   it->second = serial;
   const std::uint64_t period = serial - previous;
-  if (period < min_period_ || 2 * period > serial + 1 - first_serial_) return;
+  // Under a plan, only a longer loop around it.
+  const std::size_t min_period = phase_ == phase::learning || phase_ == phase::lost
+                                     ? min_period_
+                                     : std::max(min_period_, sizes_.size() + 1);
+  if (period < min_period || 2 * period > serial + 1 - first_serial_) return;
   // A period that failed is tried again only after an eighth of it; one whose
   // plan was too high, after kDeclinedRepetitions (lifetimes may settle by then).
   if (period == declined_ && serial < declined_until_) return;
@@ -109,6 +133,8 @@ void loop_plan::learn(std::uint64_t serial) {
 bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   // Two copies of the repetition: A = [first, first + period), B right after it.
   const std::uint64_t first = last + 1 - 2 * period;
+  // A plan is replaced only by a loop around it that it failed to follow.
+  if (phase_ != phase::learning && lost_at_ < first) return false;
   for (std::size_t k = 0; k < period; ++k) {
     if (at(first + k).size != at(first + period + k).size) return false;
   }
@@ -209,10 +235,9 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   load_ = static_cast<std::uint64_t>(load);
   // The last request was copy B's last, at position period - 1 - best_cut.
   position_ = period - 1 - best_cut;
+  offset_ = kNone;
+  record_until_ = last + kMaxHistory;  // a longer loop may still show (see is_recording)
   phase_ = phase::waiting;
-  history_.clear();
-  history_.shrink_to_fit();
-  windows_.clear();
   return true;
 }
 

@@ -22,7 +22,10 @@
 //              left to online placement (offset kNone).
 //   following  request n of the loop is at position (n - start) mod P; a size other
 //              than the plan's at that position loses the loop; the loop is found
-//              again when a request matches position 0 of the plan.
+//              again when a request matches position 0 of the plan. Learning goes
+//              on for kMaxHistory requests after each loss: a longer loop found
+//              around the plan, which the plan failed to follow within it (the
+//              plan was one of its layers), replaces it.
 #pragma once
 
 #include <cstddef>
@@ -81,6 +84,12 @@ class loop_plan {
   };
   void learn(std::uint64_t serial);
   void lose(std::uint64_t serial, std::size_t size);
+  void follow();  // the plan matched the last request: its offset, its region
+  // Whether requests are kept for learning: always while learning, and under a plan
+  // for kMaxHistory requests after it was lost.
+  bool is_recording(std::uint64_t serial) const {
+    return phase_ == phase::learning || serial < record_until_;
+  }
   // Back to learning from this request, for periods of at least min_period.
   void restart(std::uint64_t serial, std::size_t size, std::size_t min_period);
   bool try_plan(std::uint64_t serial, std::size_t period);
@@ -105,6 +114,7 @@ class loop_plan {
   std::uint64_t region_bytes_ = 0;      // the region asked for: the height, once the plan held
   std::uint64_t cycles_ = 0;            // repetitions started since the plan was made
   std::uint64_t lost_at_ = 0;           // serial of the request that lost the loop
+  std::uint64_t record_until_ = 0;      // under a plan, requests before it are kept
   std::uint64_t load_ = 0;              // LOAD of the planned blocks
   bool region_ready_ = false;
   std::size_t position_ = 0;      // position of the last request

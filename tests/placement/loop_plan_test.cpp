@@ -251,5 +251,28 @@ TEST(loop_plan, a_declined_period_is_tried_again_once_lifetimes_settle) {
   EXPECT_EQ(p.conflicts, 0u);
 }
 
+// A stack of 150 equal layers holds a plan of one layer long enough for its region;
+// the step's tail then loses it again and again, each time right after a request
+// like the layer's first: that plan is dropped and the step's period learned.
+TEST(loop_plan, a_layer_plan_that_never_completes_a_repetition_gives_way_to_the_step) {
+  std::vector<block> step;
+  for (std::size_t layer = 0; layer < 150; ++layer) {
+    for (std::size_t k = 0; k < 10; ++k) step.push_back({65536 * (k + 1), k % 3});
+  }
+  for (std::size_t k = 0; k < 60; ++k) {
+    step.push_back(k % 3 == 0 ? block{65536, 0} : block{7 * 4096 * (k + 1), k < 59 ? 1u : 0u});
+  }
+  program p;
+  p.step(std::vector<block>(step.begin(), step.begin() + 1500));
+  EXPECT_GT(p.plan.get_region_bytes(), 0u) << "the layer's plan held long enough for a region";
+  EXPECT_EQ(p.plan.get_period(), 10u);
+  p.step(std::vector<block>(step.begin() + 1500, step.end()));
+  const std::vector<std::uint64_t> last = p.steps(step, 4);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_period(), step.size());
+  EXPECT_EQ(count_none(last), 0u);
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
 }  // namespace
 }  // namespace memkit::placement
