@@ -57,7 +57,7 @@ def read_memkit_statistics(lib):
 
 def parse_allocator(spec):
     """(kind, environment, lib path or None) of 'pytorch', 'expandable', 'memkit' or
-    'memkit:policy=P,arena_slack=F,lib=PATH'."""
+    'memkit:policy=P,arena_slack=F,plan_loops=0|1,torch_timing=1,lib=PATH'."""
     name, _, options = spec.partition(":")
     if name not in ("pytorch", "expandable", "memkit") or (name != "memkit" and options):
         raise SystemExit("[workloads] unknown allocator '%s': expected pytorch, expandable or "
@@ -68,9 +68,9 @@ def parse_allocator(spec):
         env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     for item in filter(None, options.split(",")):
         key, _, value = item.partition("=")
-        if key not in ("policy", "arena_slack", "plan_loops", "lib") or not value:
-            raise SystemExit("[workloads] %s: options are policy=P, arena_slack=F, plan_loops=0|1 and lib=PATH"
-                             % spec)
+        if key not in ("policy", "arena_slack", "plan_loops", "torch_timing", "lib") or not value:
+            raise SystemExit("[workloads] %s: options are policy=P, arena_slack=F, plan_loops=0|1, "
+                             "torch_timing=1 (time spent in the allocator) and lib=PATH" % spec)
         if key == "lib":
             lib = os.path.abspath(value)
         else:
@@ -85,6 +85,12 @@ def make_loop(name, seed):
     torch.cuda.manual_seed_all(seed)
     torch.backends.cudnn.benchmark = False
     return LOOPS[name][0](torch.device("cuda", 0), seed)
+
+
+def read_call_time(lib):
+    ns, count = ctypes.c_uint64(), ctypes.c_uint64()
+    lib.memkit_torch_get_call_time(ctypes.byref(ns), ctypes.byref(count))
+    return ns.value, count.value
 
 
 def child_compare(name, allocator, lib_path, warmup, steps, seed):
@@ -104,6 +110,7 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
         losses.append(step().item())
     torch.cuda.synchronize()
     before = read_memkit_statistics(lib) if lib else None
+    call_time_before = read_call_time(lib) if lib else None
     times = []
     for _ in range(steps):
         start = time.perf_counter()
@@ -121,6 +128,10 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
         result["peak_reserved"] = stats["peak_reserved_bytes"]
         result["peak_allocated"] = stats["peak_requested_bytes"]
         result["memkit"] = stats
+        ns, count = read_call_time(lib)
+        if count > call_time_before[1]:  # MEMKIT_TORCH_TIMING=1
+            result["allocator_ms_per_step"] = (ns - call_time_before[0]) / steps / 1e6
+            result["allocator_calls_per_step"] = (count - call_time_before[1]) / steps
     else:
         result["peak_reserved"] = torch.cuda.max_memory_reserved(0)
         result["peak_allocated"] = torch.cuda.max_memory_allocated(0)
@@ -251,7 +262,10 @@ def command_compare(args):
                 result["peak_reserved"] / max(result["peak_allocated"], 1),
                 "  maps %.1f unmaps %.1f per step" % (result["maps_per_step"],
                                                       result["unmaps_per_step"])
-                if "maps_per_step" in result else ""), flush=True)
+                if "maps_per_step" in result else "") +
+                ("  in the allocator %.2f ms a step (%.0f calls)" % (
+                    result["allocator_ms_per_step"], result["allocator_calls_per_step"])
+                 if "allocator_ms_per_step" in result else ""), flush=True)
             if args.json:  # after every run: a cut-short session keeps what ran
                 with open(args.json, "w") as f:
                     json.dump(results, f, indent=1)

@@ -16,7 +16,9 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -82,6 +84,31 @@ struct device_allocator {
 std::array<std::atomic<device_allocator*>, kMaxDevices> devices{};
 std::mutex create_mutex;
 
+// MEMKIT_TORCH_TIMING=1: the time spent inside malloc and free, for telling memkit's
+// own cost from the rest of a step (memkit_torch_get_call_time).
+const bool timing = [] {
+  const char* v = std::getenv("MEMKIT_TORCH_TIMING");
+  return v && std::string(v) == "1";
+}();
+std::atomic<std::uint64_t> call_ns{0};
+std::atomic<std::uint64_t> calls{0};
+
+struct call_timer {
+  std::chrono::steady_clock::time_point start;
+  call_timer() {
+    if (timing) [[unlikely]]
+      start = std::chrono::steady_clock::now();
+  }
+  ~call_timer() {
+    if (!timing) [[likely]]
+      return;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - start);
+    call_ns.fetch_add(static_cast<std::uint64_t>(ns.count()), std::memory_order_relaxed);
+    calls.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
 // Made once and never destroyed: PyTorch frees tensors during interpreter exit, after
 // static destructors and the CUDA runtime's teardown may have run.
 device_allocator& get_device_allocator(int device, const char* function) {
@@ -107,6 +134,7 @@ device_allocator& get_device_allocator(int device, const char* function) {
 // Throws memkit::out_of_memory (a std::runtime_error; PyTorch raises it as a
 // RuntimeError with memkit's message) when nothing can make room.
 MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
+  const call_timer timer;
   device_allocator& d = get_device_allocator(device, "torch_malloc");
   const memkit::queue_id queue = d.backend.get_queue(stream);
   return reinterpret_cast<void*>(
@@ -114,6 +142,7 @@ MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_
 }
 
 MEMKIT_TORCH_API void memkit_torch_free(void* pointer, ssize_t, int device, cudaStream_t) {
+  const call_timer timer;
   get_device_allocator(device, "torch_free")
       .allocator.free(reinterpret_cast<memkit::address_t>(pointer));
 }
@@ -132,6 +161,12 @@ MEMKIT_TORCH_API int memkit_torch_get_statistics(int device, memkit_statistics* 
   if (!d) return -1;
   *out = memkit::capi::to_c_statistics(d->allocator.get_statistics());
   return 0;
+}
+
+// With MEMKIT_TORCH_TIMING=1: nanoseconds spent inside malloc and free, and calls, so far.
+MEMKIT_TORCH_API void memkit_torch_get_call_time(std::uint64_t* ns, std::uint64_t* count) {
+  *ns = call_ns.load(std::memory_order_relaxed);
+  *count = calls.load(std::memory_order_relaxed);
 }
 
 MEMKIT_TORCH_API void memkit_torch_reset_peak(int device) {
