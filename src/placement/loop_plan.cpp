@@ -116,11 +116,13 @@ void loop_plan::learn(std::uint64_t serial) {
   const std::uint64_t previous = it->second;
   it->second = serial;
   const std::uint64_t period = serial - previous;
-  // Under a plan, only a longer loop around it.
+  // Under a plan, only a longer loop around it; once it is lost, any other loop (its
+  // own is found again by its first request).
   const std::size_t min_period = phase_ == phase::learning || phase_ == phase::lost
                                      ? min_period_
                                      : std::max(min_period_, sizes_.size() + 1);
   if (period < min_period || 2 * period > serial + 1 - first_serial_) return;
+  if (phase_ == phase::lost && period == sizes_.size()) return;
   // A period that failed is tried again only after an eighth of it; one whose
   // plan was too high, after kDeclinedRepetitions (lifetimes may settle by then).
   if (period == declined_ && serial < declined_until_) return;
@@ -236,7 +238,7 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   // The last request was copy B's last, at position period - 1 - best_cut.
   position_ = period - 1 - best_cut;
   offset_ = kNone;
-  record_until_ = last + kMaxHistory;  // a longer loop may still show (see is_recording)
+  record_until_ = 0;  // until the plan is lost (see is_recording)
   phase_ = phase::waiting;
   return true;
 }

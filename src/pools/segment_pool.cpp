@@ -80,6 +80,13 @@ block* segment_pool::take_at(const block* free_block, std::uint64_t start, std::
   return carve_out(b, size, queue, false);
 }
 
+std::size_t segment_pool::calculate_largest_free() const {
+  if (!index_by_address_) return index_.calculate_largest();
+  std::size_t largest = 0;
+  for (const auto& entry : by_address_) largest = std::max(largest, entry.second->size);
+  return largest;
+}
+
 block* segment_pool::find_free_at(std::uint64_t offset, std::size_t size) const {
   auto it = by_address_.upper_bound(offset);
   if (it == by_address_.begin()) return nullptr;
@@ -320,7 +327,11 @@ void segment_pool::validate(std::size_t* live_bytes, std::size_t* free_bytes,
     if (s->idle != (live == 0)) fail("a segment's idle mark is wrong");
     *live_blocks += live;
   }
-  if (indexed != index_.get_count()) fail("the free index holds blocks outside the segments");
+  if (indexed != (index_by_address_ ? by_address_.size() : index_.get_count()))
+    fail("the free index holds blocks outside the segments");
+  for (const auto& [offset, b] : by_address_) {
+    if (b->offset != offset || !b->indexed) fail("the address index names a block wrongly");
+  }
 }
 
 }  // namespace memkit::pools

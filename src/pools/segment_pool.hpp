@@ -154,7 +154,7 @@ class segment_pool {
   std::size_t calculate_releasable() const;
   void remove_segment(segment* s);  // s must be idle: its one block free and indexed
 
-  std::size_t calculate_largest_free() const { return index_.calculate_largest(); }
+  std::size_t calculate_largest_free() const;
   const std::vector<segment*>& get_segments() const { return segments_; }
   bool is_small() const { return small_; }
   // Pages the pool's memory is mapped in (an arena): placement then favours
@@ -163,7 +163,9 @@ class segment_pool {
   // Whether the untouched top stays apart from pending blocks (see can_merge): a
   // region only one plan places in needs no free top for other queues.
   void set_keep_top_apart(bool on) { keep_top_apart_ = on; }
-  // Free blocks are also kept by address, for find_free_at (a loop plan's region).
+  // Free blocks are kept by address instead of by size, for find_free_at (a loop
+  // plan's region); take, take_where and visit_usable then find nothing. Set before
+  // the first segment.
   void set_index_by_address(bool on) { index_by_address_ = on; }
   // The free block holding [offset, offset + size), or nullptr; needs the above.
   block* find_free_at(std::uint64_t offset, std::size_t size) const;
@@ -182,13 +184,23 @@ class segment_pool {
   block* add_free(address_t base, std::size_t segment_size, bool virtual_range);
   bool can_merge(const block* lower, const block* upper) const;
   // Into and out of the free index (and the address index, where kept).
+  // A pool kept by address is searched only by address: no size index to update.
   void file(block* b) {
-    index_.insert(b);
-    if (index_by_address_) by_address_.emplace(b->offset, b);
+    if (!index_by_address_) {
+      index_.insert(b);
+      return;
+    }
+    b->indexed = true;
+    b->bin = placement::free_index::bin_of(b->size);
+    by_address_.emplace(b->offset, b);
   }
   void unfile(block* b) {
-    index_.remove(b);
-    if (index_by_address_) by_address_.erase(b->offset);
+    if (!index_by_address_) {
+      index_.remove(b);
+      return;
+    }
+    b->indexed = false;
+    by_address_.erase(b->offset);
   }
   block* merge(block* lower, block* upper);  // both free and out of the index
   void list_unmerged(block* b);

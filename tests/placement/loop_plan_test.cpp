@@ -267,7 +267,7 @@ TEST(loop_plan, a_layer_plan_that_never_completes_a_repetition_gives_way_to_the_
   EXPECT_GT(p.plan.get_region_bytes(), 0u) << "the layer's plan held long enough for a region";
   EXPECT_EQ(p.plan.get_period(), 10u);
   p.step(std::vector<block>(step.begin() + 1500, step.end()));
-  const std::vector<std::uint64_t> last = p.steps(step, 4);
+  const std::vector<std::uint64_t> last = p.steps(step, 6);
   EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
   EXPECT_EQ(p.plan.get_period(), step.size());
   EXPECT_EQ(count_none(last), 0u);
