@@ -24,6 +24,7 @@ allocators; for memkit, its peak of requested bytes (what PyTorch asked for).
 """
 import argparse
 import ctypes
+import gc
 import gzip
 import json
 import os
@@ -109,6 +110,10 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
     for _ in range(warmup):
         losses.append(step().item())
     torch.cuda.synchronize()
+    # Python's collector would pause a step at random: it runs between the timed
+    # steps instead, for every allocator alike.
+    gc.collect()
+    gc.disable()
     before = read_memkit_statistics(lib) if lib else None
     call_time_before = read_call_time(lib) if lib else None
     times = []
@@ -118,6 +123,7 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1000.0)
         losses.append(loss.item())
+        gc.collect()
     result = {"loop": name, "allocator": allocator, "step_ms": statistics.median(times),
               "step_times_ms": times, "losses": losses}
     if lib:
