@@ -15,7 +15,7 @@
 
 namespace {
 
-const char* const kTraces[] = {"t5_train_adamw", "llama_ckpt_bf16", "gpt2_train_adamw",
+const char* const kTraces[] = {"t5_train_adamw", "llama_ckpt_bf16", "gpt2_generate",
                                "resnet50_sgd"};
 
 const memkit::trace::trace_data& get_trace(std::size_t k) {

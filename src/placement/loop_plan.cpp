@@ -208,9 +208,13 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   if (static_cast<double>(best_crossing + long_lived) > kMaxCrossing * static_cast<double>(load))
     return false;
   planner::plan plan = planner::greedy_best_fit(inst);
-  if (planner::height(inst, plan) > load + load / kGoodEnough) {
+  if (planner::height(inst, plan) > load + load / kGoodEnough &&
+      searched_periods_.size() < kMaxSearches &&
+      std::find(searched_periods_.begin(), searched_periods_.end(), period) ==
+          searched_periods_.end()) {
     // Greedy is far from LOAD (blocks of staggered lifetimes, a growing cache):
-    // search, briefly; this runs once per loop learned.
+    // search, briefly, and once per period: it runs under the allocator's lock.
+    searched_periods_.push_back(period);
     planner::options options;
     options.time_limit_seconds = kSearchSeconds;
     planner::result searched = planner::solve(inst, options);

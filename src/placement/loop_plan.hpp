@@ -44,9 +44,10 @@ class loop_plan {
   // Requests a plan must follow without a miss before its region is made: a
   // repetition inside the loop (equal layers) rarely lasts this long.
   static constexpr std::size_t kMinHeld = 1024;
-  static constexpr std::int64_t kGoodEnough = 200;           // greedy within LOAD / 200: no search
-  static constexpr double kSearchSeconds = 0.5;              // otherwise search this long
-  static constexpr double kMaxHeightOverLoad = 1.01;         // a higher plan is not used ...
+  static constexpr std::int64_t kGoodEnough = 200;    // greedy within LOAD / 200: no search
+  static constexpr double kSearchSeconds = 0.05;      // otherwise search this long, once a period
+  static constexpr std::size_t kMaxSearches = 64;     // periods searched at most
+  static constexpr double kMaxHeightOverLoad = 1.01;  // a higher plan is not used ...
   static constexpr std::uint64_t kDeclinedRepetitions = 16;  // ... for this many repetitions
   static constexpr double kMaxCrossing = 0.25;  // of the repetition's load, live across its cut
 
@@ -101,11 +102,12 @@ class loop_plan {
   std::uint64_t next_serial_ = 0;   // serial of the next request
   std::uint64_t time_ = 0;          // requests and frees so far
   std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // window hash -> last serial
-  std::uint64_t next_check_ = 0;         // last_rejected_ is not checked before this serial
-  std::uint64_t last_rejected_ = 0;      // the last period that failed
-  std::size_t min_period_ = kMinPeriod;  // shorter periods are not looked for
-  std::uint64_t declined_ = 0;           // a period whose plan was too high ...
-  std::uint64_t declined_until_ = 0;     // ... not tried again before this serial
+  std::uint64_t next_check_ = 0;               // last_rejected_ is not checked before this serial
+  std::uint64_t last_rejected_ = 0;            // the last period that failed
+  std::size_t min_period_ = kMinPeriod;        // shorter periods are not looked for
+  std::uint64_t declined_ = 0;                 // a period whose plan was too high ...
+  std::uint64_t declined_until_ = 0;           // ... not tried again before this serial
+  std::vector<std::size_t> searched_periods_;  // periods whose plan was searched
   // The plan.
   phase phase_ = phase::learning;
   std::vector<std::uint64_t> sizes_;    // per position of the loop
