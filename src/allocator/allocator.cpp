@@ -221,6 +221,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
   bool waited = false;
   bool flushed = false;
   bool backend_full = false;
+  bool trimmed = false;        // idle pages past the slack were released for the small pool
   arena::loop_note loop_note;  // the loop plan sees the request once, however often retried
   for (;;) {
     enum { grow, map_pages, release, refresh, wait } plan = grow;
@@ -279,6 +280,16 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         plan = refresh;
       } else if (!in_arena && shortfall == 0) {
         plan = grow;
+        // Beside an arena the small pool grows within the arena's slack too: idle
+        // pages past it go back first (a release, no page moves).
+        const std::size_t room = vm ? vm->get_growth_room(stats.peak_active_bytes) : 0;
+        if (vm && !trimmed && used + segment_size > room) {
+          trimmed = true;
+          release_until(
+              stats.reserved_bytes - std::min(stats.reserved_bytes, used + segment_size - room),
+              released);
+          if (!released.pages.empty() || !released.segments.empty()) plan = release;
+        }
       } else if (const std::size_t releasable = calculate_releasable();
                  releasable > 0 && (backend_full || releasable >= shortfall)) {
         release_until(backend_full ? 0 : stats.reserved_bytes - shortfall, released);

@@ -280,8 +280,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   // for the pages that new ones cannot give within the slack over the peak in
   // use: every stolen page is an unmap now and likely a map again later.
   std::vector<std::uint32_t> stolen;
-  const std::size_t growth_room =
-      static_cast<std::size_t>(static_cast<double>(room.peak_active) * (1.0 + slack_));
+  const std::size_t growth_room = get_growth_room(room.peak_active);
   const std::size_t in_use = room.in_use;
   const std::size_t room_pages = growth_room > in_use ? (growth_room - in_use) / g : 0;
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;

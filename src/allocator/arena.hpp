@@ -121,6 +121,10 @@ class arena {
   void give_back(const std::vector<page_plan>& pages);
 
   void merge_unmerged();
+  // Reserved bytes new pages may bring the total to: (1 + slack) x peak_active.
+  std::size_t get_growth_room(std::size_t peak_active) const {
+    return static_cast<std::size_t>(static_cast<double>(peak_active) * (1.0 + slack_));
+  }
   // Whether requests go through the loop plan (allocator_options::plan_loops).
   void set_loop_planning(bool on) { plan_loops_ = on; }
   // The pool a block of the arena belongs to: the range or a plan's region.

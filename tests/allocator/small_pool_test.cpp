@@ -49,5 +49,22 @@ TEST(small_pool, with_segments_megabyte_blocks_stay_in_the_small_pool) {
   EXPECT_GE(r.small_segment_bytes, 100 * MiB) << "every 1 MiB block in a small segment";
 }
 
+// Idle arena pages count against the slack when the small pool grows: a program
+// that moves from large blocks to small ones does not hold both.
+TEST(small_pool, beside_an_arena_it_grows_within_the_slack_releasing_idle_pages) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  allocator alloc(device, {.policy = pool_policy::arena, .validate = true});
+  alloc.free(alloc.allocate(100 * MiB).address);  // 50 idle pages
+  std::vector<allocation> small;
+  for (int k = 0; k < 80; ++k) small.push_back(alloc.allocate(256 * KiB));  // 20 MiB
+  const statistics s = alloc.get_statistics();
+  EXPECT_LE(static_cast<double>(s.reserved_bytes),
+            1.02 * static_cast<double>(s.peak_active_bytes) + 2 * MiB);
+  EXPECT_GT(device.get_counters().unmaps, 0u) << "idle pages went back";
+  for (const allocation& a : small) alloc.free(a.address);
+}
+
 }  // namespace
 }  // namespace memkit
