@@ -1,6 +1,8 @@
 /* memkit's C API: a thin layer over memkit::allocator for FFI (Rust, Python, C).
  * Calls that can fail return a memkit_status; memkit_last_error() then gives the
- * message of the failure on the calling thread. */
+ * message of the failure on the calling thread. No call lets an exception out: a
+ * NULL handle or output pointer is MEMKIT_INVALID_ARGUMENT (create functions return
+ * NULL, the size_t setters 0, each with memkit_last_error() saying why). */
 #ifndef MEMKIT_H
 #define MEMKIT_H
 
@@ -31,7 +33,8 @@ typedef struct memkit_statistics {
 } memkit_statistics;
 
 memkit_backend* memkit_cpu_backend_create(void);
-/* capacity and granularity in bytes; 0 takes the defaults (80 GiB, 2 MiB). */
+/* capacity and granularity in bytes; 0 takes the defaults (80 GiB, 2 MiB). The
+ * granularity must be a power of two. NULL on bad options. */
 memkit_backend* memkit_sim_backend_create(size_t capacity, size_t granularity);
 void memkit_backend_destroy(memkit_backend* backend);
 
@@ -44,14 +47,15 @@ memkit_status memkit_allocate(memkit_allocator* allocator, size_t bytes, uint32_
 memkit_status memkit_free(memkit_allocator* allocator, uint64_t address);
 memkit_status memkit_record_use(memkit_allocator* allocator, uint64_t address, uint32_t queue);
 
-/* Setters return the previous value. */
+/* Setters return the previous value. A memory limit of 0 allows no memory at all
+ * (the allocator starts with the backend's capacity as its limit). */
 size_t memkit_set_memory_limit(memkit_allocator* allocator, size_t bytes);
 size_t memkit_set_cache_limit(memkit_allocator* allocator, size_t bytes);
 memkit_status memkit_set_wired_limit(memkit_allocator* allocator, size_t bytes, size_t* previous);
 
-void memkit_get_statistics(const memkit_allocator* allocator, memkit_statistics* out);
-void memkit_reset_peak(memkit_allocator* allocator);
-void memkit_clear_cache(memkit_allocator* allocator);
+memkit_status memkit_get_statistics(const memkit_allocator* allocator, memkit_statistics* out);
+memkit_status memkit_reset_peak(memkit_allocator* allocator);
+memkit_status memkit_clear_cache(memkit_allocator* allocator);
 
 const char* memkit_last_error(void);
 

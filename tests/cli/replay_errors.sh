@@ -41,6 +41,13 @@ fi
 if "$memkit" replay --capacity lots "$fixtures/small.trace.csv" >/dev/null 2>&1; then
   echo "FAIL: --capacity lots was accepted"; failures=$((failures + 1))
 fi
+# A granularity that is not a power of two is refused, not met with false
+# out-of-memory errors.
+output=$("$memkit" replay --granularity 3MiB "$fixtures/small.trace.csv" 2>&1 >/dev/null)
+status=$?
+if [ "$status" -ne 1 ] || ! grep -qF "granularity 3145728 is not a power of two" <<<"$output"; then
+  echo "FAIL: --granularity 3MiB gave status $status: $output"; failures=$((failures + 1))
+fi
 # Running out of memory at the capacity given: exit status 2, the line named.
 output=$("$memkit" replay --capacity 2MiB "$fixtures/small.trace.csv" 2>&1)
 status=$?

@@ -6,6 +6,12 @@
 namespace memkit {
 
 sim_backend::sim_backend(sim_options options) : options_(options) {
+  // Pages and segments are rounded to it with masks and divisions alike; another
+  // value would give false out-of-memory errors.
+  if (options.granularity & (options.granularity - 1)) {
+    throw invalid_argument("[memkit::sim_backend] granularity " +
+                           std::to_string(options.granularity) + " is not a power of two");
+  }
   facts_.name = options.device ? "sim:" + std::to_string(options.device) : "sim";
   facts_.capacity = options.capacity;
   facts_.granularity = options.granularity ? options.granularity : 1;
