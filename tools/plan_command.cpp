@@ -11,10 +11,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "commands.hpp"
 #include "memkit/planner.hpp"
+#include "output_file.hpp"
 
 namespace memkit::tools {
 namespace {
@@ -49,6 +51,14 @@ void run_plan(const plan_settings& settings) {
     throw CLI::RuntimeError(1);
   }
   const std::string& source = from_trace ? settings.trace_path : settings.instance_path;
+  if (!settings.output_path.empty()) {
+    try {
+      check_not_an_input(settings.output_path, {source}, "memkit::tools::plan");
+    } catch (const std::runtime_error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      throw CLI::RuntimeError(1);
+    }
+  }
   planner::instance inst;
   try {
     inst = from_trace ? planner::instance_from_trace(settings.trace_path)
@@ -75,8 +85,10 @@ void run_plan(const plan_settings& settings) {
   const bool write_file = fits && !settings.output_path.empty();
   if (write_file) {
     try {
-      planner::write_plan(settings.output_path, inst, res.best);
-    } catch (const planner::planner_error& e) {
+      std::ostringstream text;
+      planner::write_plan(text, inst, res.best);
+      write_whole_file(settings.output_path, text.str(), "memkit::tools::plan");
+    } catch (const std::runtime_error& e) {
       std::fprintf(stderr, "%s\n", e.what());
       throw CLI::RuntimeError(1);
     }
@@ -101,7 +113,7 @@ void run_plan(const plan_settings& settings) {
         {"parts", res.parts},
         {"output", write_file ? nlohmann::json(settings.output_path) : nullptr},
     };
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("source   %s: %zu buffers\n", source.c_str(), inst.buffers.size());
     std::printf("LOAD     %s bytes\n", with_commas(res.load_bytes).c_str());

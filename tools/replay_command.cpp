@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -18,6 +17,7 @@
 
 #include "commands.hpp"
 #include "memkit/trace.hpp"
+#include "output_file.hpp"
 #include "trace/replay.hpp"
 #include "trace/report_html.hpp"
 
@@ -299,6 +299,9 @@ void print_table(const trace::report_section& section) {
 }
 
 void run_replay(const replay_settings& settings) {
+  if (!settings.html_path.empty()) {
+    check_not_an_input(settings.html_path, settings.paths, "memkit::tools::replay");
+  }
   trace::replay_options options;
   if (settings.backend_name == "cpu") {
     options.device = backend_kind::cpu;
@@ -371,17 +374,14 @@ void run_replay(const replay_settings& settings) {
     // One trace: one object; several: an array of them, in the order given.
     nlohmann::json out = nlohmann::json::array();
     for (const auto& section : sections) out.push_back(to_json(section, settings));
-    std::printf("%s\n", (sections.size() == 1 ? out[0] : out).dump(2).c_str());
+    std::printf("%s\n", (sections.size() == 1 ? out[0] : out)
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
   } else {
     for (const auto& section : sections) print_table(section);
   }
   if (!settings.html_path.empty()) {
-    std::ofstream file(settings.html_path, std::ios::binary);
-    file << trace::render_html(sections);
-    file.close();
-    if (!file) {
-      throw trace::trace_error("[memkit::tools::replay] cannot write " + settings.html_path);
-    }
+    write_whole_file(settings.html_path, trace::render_html(sections), "memkit::tools::replay");
     if (!settings.json) std::printf("report: %s\n", settings.html_path.c_str());
   }
   if (out_of_memory) throw CLI::RuntimeError(2);

@@ -347,7 +347,8 @@ std::string render_html(const std::vector<report_section>& sections) {
     data.push_back(section_data(section));
   }
   // "</" would end the script element early; "<\/" means the same in JSON.
-  std::string json_text = data.dump();
+  // Bytes that are not UTF-8 (a trace's metadata, a file name) become U+FFFD.
+  std::string json_text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   for (std::size_t at = json_text.find("</"); at != std::string::npos;
        at = json_text.find("</", at + 3)) {
     json_text.replace(at, 2, "<\\/");

@@ -48,6 +48,27 @@ status=$?
 if [ "$status" -ne 1 ] || ! grep -qF "granularity 3145728 is not a power of two" <<<"$output"; then
   echo "FAIL: --granularity 3MiB gave status $status: $output"; failures=$((failures + 1))
 fi
+# An output never overwrites an input, and one that cannot be written leaves no file.
+copy=$(mktemp); cp "$fixtures/small.trace.csv" "$copy"
+output=$("$memkit" replay "$copy" --html "$copy" 2>&1 >/dev/null)
+status=$?
+if [ "$status" -ne 1 ] || ! grep -qF "is an input" <<<"$output" ||
+   ! cmp -s "$copy" "$fixtures/small.trace.csv"; then
+  echo "FAIL: --html over the input gave status $status: $output"; failures=$((failures + 1))
+fi
+rm -f "$copy"
+output=$("$memkit" replay "$fixtures/small.trace.csv" --html /nonexistent/dir/r.html 2>&1 >/dev/null)
+status=$?
+if [ "$status" -ne 1 ] || ! grep -qF "/nonexistent/dir/r.html: cannot open for writing" <<<"$output"; then
+  echo "FAIL: an unwritable --html gave status $status: $output"; failures=$((failures + 1))
+fi
+# Metadata that is not UTF-8 still gives JSON in UTF-8 (U+FFFD in its place).
+bad=$(mktemp --suffix=.csv); printf '# workload: bad\xff\xfename\na,1,100,0\nf,1\n' > "$bad"
+if ! output=$("$memkit" replay "$bad" --json) || ! grep -q '"workload"' <<<"$output" ||
+   ! iconv -f UTF-8 -t UTF-8 <<<"$output" >/dev/null; then
+  echo "FAIL: --json of a trace with non-UTF-8 metadata"; failures=$((failures + 1))
+fi
+rm -f "$bad"
 # Running out of memory at the capacity given: exit status 2, the line named.
 output=$("$memkit" replay --capacity 2MiB "$fixtures/small.trace.csv" 2>&1)
 status=$?
