@@ -72,6 +72,10 @@ struct buffer {
   std::int64_t size = 0;   // bytes, > 0
 };
 
+// The buffers' sizes sum to at most kMaxTotalBytes, so that every offset and height
+// fits in 64 bits; the readers and solve() refuse larger instances.
+inline constexpr std::int64_t kMaxTotalBytes = std::int64_t{1} << 62;
+
 struct instance {
   std::vector<buffer> buffers;
 };

@@ -16,6 +16,8 @@
 namespace memkit::planner {
 namespace {
 
+constexpr const char* kTotalTooLarge = "the buffers' sizes sum past 2^62 bytes";
+
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
@@ -60,6 +62,7 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
   static constexpr const char* kFieldNames[] = {"id", "lower", "upper", "size"};
   instance result;
   std::unordered_map<std::int64_t, std::uint64_t> line_of_id;
+  std::int64_t total = 0;  // bytes of the buffers so far
   std::string line;
   std::uint64_t line_number = 0;
   bool seen_header = false;
@@ -101,6 +104,10 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
                               " is not below upper " + std::to_string(b.upper));
     }
     if (b.size == 0) throw located_error(function, name, line_number, "size is 0");
+    if (b.size > kMaxTotalBytes - total) {
+      throw located_error(function, name, line_number, kTotalTooLarge);
+    }
+    total += b.size;
     const auto [it, inserted] = line_of_id.emplace(b.id, line_number);
     if (!inserted) {
       throw located_error(function, name, line_number,
@@ -174,6 +181,7 @@ instance instance_from_trace(const std::string& path) {
   instance result;
   std::unordered_map<std::string, open_block> live;  // trace id -> its buffer
   std::int64_t event_index = 0;
+  std::int64_t total = 0;  // bytes of the buffers so far
   std::uint64_t line_number = 0;
   std::string line;
   char chunk[4096];
@@ -209,6 +217,10 @@ instance instance_from_trace(const std::string& path) {
                             "block " + id + " is allocated again while live (since line " +
                                 std::to_string(live[id].line) + ")");
       }
+      if (size > kMaxTotalBytes - total) {
+        throw located_error(kFunction, path, line_number, kTotalTooLarge);
+      }
+      total += size;
       if (size > 0) {
         live.emplace(id, open_block{result.buffers.size(), line_number});
         result.buffers.push_back(

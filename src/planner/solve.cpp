@@ -85,6 +85,14 @@ result solve(const instance& inst, const options& opts) {
   const clock::time_point deadline =
       start + std::chrono::duration_cast<clock::duration>(
                   std::chrono::duration<double>(std::max(0.0, opts.time_limit_seconds)));
+  std::int64_t total = 0;
+  for (const buffer& b : inst.buffers) {
+    if (b.size <= 0 || b.size > kMaxTotalBytes - total) {
+      throw planner_error("[memkit::planner::solve] buffer " + std::to_string(b.id) +
+                          (b.size <= 0 ? " has no bytes" : ": the sizes sum past 2^62 bytes"));
+    }
+    total += b.size;
+  }
   result out;
   out.load_bytes = load(inst);
   out.best = greedy_best_fit(inst);

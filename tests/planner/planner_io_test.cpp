@@ -59,6 +59,19 @@ TEST(PlannerInstance, ErrorsNameTheFunctionFileAndLine) {
   EXPECT_NE(parse_error("id,size\n0,1\n").find("A.csv:1: expected the header"), std::string::npos);
   EXPECT_NE(parse_error("").find("missing the header"), std::string::npos);
   EXPECT_NE(parse_error("id,lower,upper,size\n0,1,4,5.5\n").find("A.csv:2:"), std::string::npos);
+  // Sizes whose sum would overflow offsets and heights.
+  EXPECT_NE(parse_error("id,lower,upper,size\n0,0,10,4611686018427387904\n"
+                        "1,0,10,4611686018427387904\n")
+                .find("A.csv:3: the buffers' sizes sum past 2^62 bytes"),
+            std::string::npos);
+}
+
+TEST(PlannerSolve, RefusesInstancesWhoseSizesSumPastTheLimit) {
+  instance inst;
+  inst.buffers = {{0, 0, 10, kMaxTotalBytes / 2 + 1}, {1, 0, 10, kMaxTotalBytes / 2 + 1}};
+  EXPECT_THROW(solve(inst), planner_error);
+  inst.buffers[1].size = kMaxTotalBytes / 2 - 1;
+  EXPECT_EQ(solve(inst).height_bytes, kMaxTotalBytes);
 }
 
 TEST(PlannerInstance, ReadInstanceNamesTheFile) {
@@ -189,6 +202,15 @@ TEST(PlannerTrace, ErrorsNameTheLine) {
   }
   std::ofstream(path) << "a,1,64,0\nx,1\n";
   EXPECT_THROW(instance_from_trace(path.string()), planner_error);
+  std::ofstream(path) << "a,1,4611686018427387904,0\na,2,4611686018427387904,0\n";
+  try {
+    instance_from_trace(path.string());
+    FAIL() << "expected an error";
+  } catch (const planner_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string() + ":2: the buffers' sizes sum past 2^62"),
+              std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove(path);
 }
 
