@@ -12,8 +12,11 @@ int main(int argc, char** argv) {
   memkit::tools::add_plan_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a command's own status (2: out of memory, ...)
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help exits 0; every bad option or argument exits 1, as documented.
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

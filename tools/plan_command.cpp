@@ -156,7 +156,7 @@ void add_plan_command(CLI::App& app) {
                    "Find a plan whose height is at most this many bytes, or exit 2")
       ->check(CLI::PositiveNumber);
   command->add_option("--time-limit", settings->time_limit_seconds, "Seconds of search at most")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kFiniteNumber & CLI::NonNegativeNumber)
       ->capture_default_str();
   command->add_option("--output", settings->output_path,
                       "Write the plan here as id,lower,upper,size,offset");

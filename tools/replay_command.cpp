@@ -415,7 +415,7 @@ void add_replay_command(CLI::App& app) {
       ->add_option("--arena-slack", settings->arena_slack,
                    "how far reserved may grow over the peak in use before the arena moves idle "
                    "pages (default: the allocator's own, 0.02 = 2%); 0 seeks the floor")
-      ->check(CLI::Range(0.0, 10.0))
+      ->check(kFiniteNumber & CLI::Range(0.0, 10.0))
       ->capture_default_str();
   command
       ->add_option("--plan-loops", settings->plan_loops,

@@ -42,6 +42,19 @@ grep -qF "bad.csv:3: field 'upper' is not an integer" <<<"$output" ||
 grep -q '^\[memkit::planner::read_instance\] ' <<<"$output" ||
   fail "message does not start with [memkit::planner::read_instance]"
 
+# Bad options exit 1; an output never overwrites the input.
+for option in "--time-limit nan" "--time-limit -1" "--capacity 0"; do
+  # shellcheck disable=SC2086
+  "$memkit" plan "$work/ok.csv" $option > /dev/null 2>&1
+  status=$?
+  [ "$status" -eq 1 ] || fail "$option: exit status $status, expected 1"
+done
+cp "$work/ok.csv" "$work/keep.csv"
+output=$("$memkit" plan "$work/keep.csv" --output "$work/keep.csv" 2>&1 >/dev/null)
+status=$?
+[ "$status" -eq 1 ] && grep -qF "is an input" <<<"$output" && cmp -s "$work/keep.csv" "$work/ok.csv" ||
+  fail "--output over the input: exit status $status, '$output'"
+
 json=$("$memkit" plan "$work/ok.csv" --json)
 for key in buffers load_bytes height_bytes seconds; do
   grep -q "\"$key\":" <<<"$json" || fail "--json lacks $key: $json"

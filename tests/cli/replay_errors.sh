@@ -37,10 +37,15 @@ expect_error no_such_file.csv "cannot open"
 if ! "$memkit" replay "$fixtures/bad_action.csv" 2>&1 | grep -q '^\[memkit::trace::read\] '; then
   echo "FAIL: message does not start with [memkit::trace::read]"; failures=$((failures + 1))
 fi
-# A bad option value is an error too.
-if "$memkit" replay --capacity lots "$fixtures/small.trace.csv" >/dev/null 2>&1; then
-  echo "FAIL: --capacity lots was accepted"; failures=$((failures + 1))
-fi
+# A bad option value is an error too, with exit status 1.
+for option in "--capacity lots" "--arena-slack nan" "--arena-slack 11" "--no-such-option"; do
+  # shellcheck disable=SC2086
+  output=$("$memkit" replay $option "$fixtures/small.trace.csv" 2>&1 >/dev/null)
+  status=$?
+  if [ "$status" -ne 1 ]; then
+    echo "FAIL: $option gave status $status: $output"; failures=$((failures + 1))
+  fi
+done
 # A granularity that is not a power of two is refused, not met with false
 # out-of-memory errors.
 output=$("$memkit" replay --granularity 3MiB "$fixtures/small.trace.csv" 2>&1 >/dev/null)
