@@ -125,6 +125,15 @@ class progress_bar {
   std::chrono::steady_clock::time_point last_draw_;
 };
 
+// Text from the input for the terminal: control bytes (escape sequences) shown as '?'.
+std::string printable(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if ((c >= 0 && c < 32) || c == 127) c = '?';
+  }
+  return out;
+}
+
 std::optional<std::size_t> metadata_bytes(const trace::trace_data& trace, std::string_view key) {
   const std::string_view text = trace.get_metadata(key);
   if (text.empty()) return std::nullopt;
@@ -236,7 +245,7 @@ void print_table(const trace::report_section& section) {
                   ratio(bytes, result.peak_live_bytes));
     return std::string(buffer);
   };
-  std::printf("%s (%s, %s format)\n", trace.name.c_str(), trace.path.c_str(),
+  std::printf("%s (%s, %s format)\n", printable(trace.name).c_str(), printable(trace.path).c_str(),
               std::string(trace::to_string(trace.source_format)).c_str());
   line("events", std::to_string(result.events) + " (" + std::to_string(result.allocations) +
                      " allocations, " + std::to_string(trace.streams.size()) + " stream" +
@@ -336,7 +345,7 @@ void run_replay(const replay_settings& settings) {
     section.trace = trace.get();
     section.options = options;
     {
-      progress_bar bar("replay " + trace->name);
+      progress_bar bar("replay " + printable(trace->name));
       trace::replay_options timed = options;
       timed.progress = [&bar](std::uint64_t done, std::uint64_t total) {
         bar.update(static_cast<double>(done) /
@@ -346,7 +355,7 @@ void run_replay(const replay_settings& settings) {
     }
     out_of_memory = out_of_memory || !section.result.completed;
     if (settings.min_capacity && section.result.completed) {
-      progress_bar bar("min capacity " + trace->name);
+      progress_bar bar("min capacity " + printable(trace->name));
       const double expected_probes =
           std::log2(std::max(2.0, static_cast<double>(section.result.peak_reserved_bytes -
                                                       section.result.peak_live_bytes) /
@@ -359,7 +368,7 @@ void run_replay(const replay_settings& settings) {
           });
     }
     if (!settings.html_path.empty()) {
-      progress_bar bar("report " + trace->name);
+      progress_bar bar("report " + printable(trace->name));
       trace::replay_options watched = options;
       watched.progress = [&bar](std::uint64_t done, std::uint64_t total) {
         bar.update(static_cast<double>(done) /

@@ -5,8 +5,20 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace memkit {
+
+// Input text quoted for a message: at most 40 bytes, anything but printable ASCII
+// shown as '?', so that a binary or hostile line neither floods nor drives the
+// terminal.
+inline std::string quote_input(std::string_view text) {
+  constexpr std::size_t kMax = 40;
+  std::string quoted = "'";
+  for (const char c : text.substr(0, kMax)) quoted += (c >= 32 && c < 127) ? c : '?';
+  if (text.size() > kMax) quoted += "...";
+  return quoted + "'";
+}
 
 // Bad input: a size above the device's largest buffer, an unknown address, a
 // limit the backend cannot honour. Nothing changed.

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "memkit/errors.hpp"
 #include "memkit/planner.hpp"
 
 namespace memkit::planner {
@@ -72,9 +73,8 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
     if (text.empty()) continue;
     if (!seen_header) {
       if (text != "id,lower,upper,size") {
-        throw located_error(
-            function, name, line_number,
-            "expected the header 'id,lower,upper,size', got '" + std::string(text) + "'");
+        throw located_error(function, name, line_number,
+                            "expected the header 'id,lower,upper,size', got " + quote_input(text));
       }
       seen_header = true;
       continue;
@@ -88,8 +88,8 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
     for (std::size_t k = 0; k < 4; ++k) {
       if (!parse_integer(fields[k], values[k])) {
         throw located_error(function, name, line_number,
-                            std::string("field '") + kFieldNames[k] + "' is not an integer: '" +
-                                std::string(fields[k]) + "'");
+                            std::string("field '") + kFieldNames[k] +
+                                "' is not an integer: " + quote_input(fields[k]));
       }
       if (values[k] < 0) {
         throw located_error(function, name, line_number,
@@ -209,7 +209,7 @@ instance instance_from_trace(const std::string& path) {
       std::int64_t size = 0;
       if (!parse_integer(fields[2], size) || size < 0) {
         throw located_error(kFunction, path, line_number,
-                            "size is not a non-negative integer: '" + std::string(fields[2]) + "'");
+                            "size is not a non-negative integer: " + quote_input(fields[2]));
       }
       const std::string id(fields[1]);
       if (live.count(id) != 0) {
@@ -237,7 +237,7 @@ instance instance_from_trace(const std::string& path) {
       const auto it = live.find(std::string(fields[1]));
       if (it == live.end()) {
         throw located_error(kFunction, path, line_number,
-                            "free of block " + std::string(fields[1]) + ", which is not live");
+                            "free of block " + quote_input(fields[1]) + ", which is not live");
       }
       if (it->second.buffer_index != kNoBuffer) {
         result.buffers[it->second.buffer_index].upper = event_index;
@@ -246,7 +246,7 @@ instance instance_from_trace(const std::string& path) {
       ++event_index;
     } else {
       throw located_error(kFunction, path, line_number,
-                          "unknown action '" + std::string(fields[0]) + "' (expected a, f or s)");
+                          "unknown action " + quote_input(fields[0]) + " (expected a, f or s)");
     }
   }
   int error_code = Z_OK;

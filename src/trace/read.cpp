@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "memkit/errors.hpp"
 #include "memkit/trace.hpp"
 
 namespace memkit::trace {
@@ -43,16 +44,7 @@ std::vector<std::string_view> split(std::string_view line, char separator) {
   return fields;
 }
 
-// Quotes a field for a message, cut short so a binary line does not flood the terminal.
-std::string quote(std::string_view text) {
-  constexpr std::size_t kMax = 40;
-  std::string quoted = "'";
-  for (const char c : text.substr(0, kMax)) {
-    quoted += (c >= 32 && c < 127) ? c : '?';
-  }
-  if (text.size() > kMax) quoted += "...";
-  return quoted + "'";
-}
+std::string quote(std::string_view text) { return quote_input(text); }
 
 bool parse_unsigned(std::string_view text, std::uint64_t& value, int base = 10) {
   if (text.empty()) return false;
@@ -184,8 +176,7 @@ void read_metadata_line(std::string_view line, std::uint64_t line_number, trace_
     std::uint64_t& seen_at = is_steps ? step_lines.steps : step_lines.warmup_steps;
     if (seen_at != 0) {
       fail_at(trace.path, line_number,
-              "repeated key '" + std::string(key) + "' (first at line " + std::to_string(seen_at) +
-                  ")");
+              "repeated key " + quote(key) + " (first at line " + std::to_string(seen_at) + ")");
     }
     std::uint64_t number = 0;
     if (!parse_unsigned(value, number) || (is_steps && number == 0)) {

@@ -74,6 +74,12 @@ if ! output=$("$memkit" replay "$bad" --json) || ! grep -q '"workload"' <<<"$out
   echo "FAIL: --json of a trace with non-UTF-8 metadata"; failures=$((failures + 1))
 fi
 rm -f "$bad"
+# Terminal escapes in a trace's metadata do not reach the terminal.
+esc=$(mktemp --suffix=.csv); printf '# workload: \033[31mred\na,1,100,0\nf,1\n' > "$esc"
+if "$memkit" replay "$esc" | grep -q $'\033'; then
+  echo "FAIL: an escape byte from the trace reached the output"; failures=$((failures + 1))
+fi
+rm -f "$esc"
 # Running out of memory at the capacity given: exit status 2, the line named.
 output=$("$memkit" replay --capacity 2MiB "$fixtures/small.trace.csv" 2>&1)
 status=$?

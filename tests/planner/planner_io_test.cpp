@@ -59,6 +59,11 @@ TEST(PlannerInstance, ErrorsNameTheFunctionFileAndLine) {
   EXPECT_NE(parse_error("id,size\n0,1\n").find("A.csv:1: expected the header"), std::string::npos);
   EXPECT_NE(parse_error("").find("missing the header"), std::string::npos);
   EXPECT_NE(parse_error("id,lower,upper,size\n0,1,4,5.5\n").find("A.csv:2:"), std::string::npos);
+  // Input in a message is cut short and shows no control bytes.
+  const std::string flood = parse_error("\x1b[31m" + std::string(1 << 20, 'x') + "\n");
+  EXPECT_LT(flood.size(), 200u);
+  EXPECT_EQ(flood.find('\x1b'), std::string::npos);
+  EXPECT_NE(flood.find("got '?[31mxxx"), std::string::npos) << flood;
   // Sizes whose sum would overflow offsets and heights.
   EXPECT_NE(parse_error("id,lower,upper,size\n0,0,10,4611686018427387904\n"
                         "1,0,10,4611686018427387904\n")
@@ -196,7 +201,7 @@ TEST(PlannerTrace, ErrorsNameTheLine) {
     instance_from_trace(path.string());
     FAIL() << "expected an error";
   } catch (const planner_error& e) {
-    EXPECT_NE(std::string(e.what()).find(path.string() + ":2: free of block 2, which is not live"),
+    EXPECT_NE(std::string(e.what()).find(path.string() + ":2: free of block '2', which is not live"),
               std::string::npos)
         << e.what();
   }
