@@ -123,16 +123,21 @@ void loop_plan::learn(std::uint64_t serial) {
                                      : std::max(min_period_, sizes_.size() + 1);
   if (period < min_period || 2 * period > serial + 1 - first_serial_) return;
   if (phase_ == phase::lost && period == sizes_.size()) return;
-  // A period that failed is tried again only after an eighth of it; one whose
+  // A period that failed is tried again only after an eighth of it (doubling each
+  // time it fails again); one whose
   // plan was too high, after kDeclinedRepetitions (lifetimes may settle by then).
   if (period == declined_ && serial < declined_until_) return;
   if (serial < next_check_ && period == last_rejected_) return;
   if (try_plan(serial, static_cast<std::size_t>(period))) return;
+  // Each check costs O(period log period): a period rejected again and again (sizes
+  // that repeat, lifetimes that do not) is checked ever more rarely.
+  rejections_ = period == last_rejected_ ? std::min(rejections_ + 1, kMaxBackoff) : 0;
   last_rejected_ = period;
-  next_check_ = serial + std::max<std::uint64_t>(period / 8, 1);
+  next_check_ = serial + (std::max<std::uint64_t>(period / 8, 1) << rejections_);
 }
 
 bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
+  ++checks_;
   // Two copies of the repetition: A = [first, first + period), B right after it.
   const std::uint64_t first = last + 1 - 2 * period;
   // A plan is replaced only by a loop around it that it failed to follow.

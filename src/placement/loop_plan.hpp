@@ -76,6 +76,7 @@ class loop_plan {
   std::uint64_t get_load() const { return load_; }
   std::uint64_t get_missed() const { return missed_; }
   std::uint64_t get_losses() const { return losses_; }
+  std::uint64_t get_checks() const { return checks_; }  // periods checked (try_plan calls)
 
  private:
   struct request {
@@ -102,8 +103,10 @@ class loop_plan {
   std::uint64_t next_serial_ = 0;   // serial of the next request
   std::uint64_t time_ = 0;          // requests and frees so far
   std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // window hash -> last serial
-  std::uint64_t next_check_ = 0;               // last_rejected_ is not checked before this serial
-  std::uint64_t last_rejected_ = 0;            // the last period that failed
+  std::uint64_t next_check_ = 0;     // last_rejected_ is not checked before this serial
+  std::uint64_t last_rejected_ = 0;  // the last period that failed ...
+  std::uint32_t rejections_ = 0;     // ... times in a row (backoff: 2^this)
+  static constexpr std::uint32_t kMaxBackoff = 10;
   std::size_t min_period_ = kMinPeriod;        // shorter periods are not looked for
   std::uint64_t declined_ = 0;                 // a period whose plan was too high ...
   std::uint64_t declined_until_ = 0;           // ... not tried again before this serial
@@ -123,6 +126,7 @@ class loop_plan {
   std::uint64_t offset_ = kNone;  // where the last request goes
   std::uint64_t missed_ = 0;      // planned requests placed online
   std::uint64_t losses_ = 0;      // times the loop was lost
+  std::uint64_t checks_ = 0;      // periods checked
 };
 
 }  // namespace memkit::placement

@@ -274,5 +274,18 @@ TEST(loop_plan, a_layer_plan_that_never_completes_a_repetition_gives_way_to_the_
   EXPECT_EQ(p.conflicts, 0u);
 }
 
+// Sizes that repeat with lifetimes that never let a repetition be cut (each block
+// lives into the next one): the period is rejected every time, and checked ever more
+// rarely (each check sorts the whole repetition).
+TEST(loop_plan, a_period_rejected_again_and_again_is_checked_ever_more_rarely) {
+  std::vector<block> step;
+  for (std::size_t k = 0; k < 64; ++k) step.push_back({4096 * (k + 1), 70});
+  program p;
+  p.steps(step, 2000);  // 128,000 requests
+  EXPECT_EQ(p.plan.get_region_bytes(), 0u);
+  EXPECT_GT(p.plan.get_checks(), 0u);
+  EXPECT_LE(p.plan.get_checks(), 40u) << "an eighth of the period apart would be 16,000";
+}
+
 }  // namespace
 }  // namespace memkit::placement
