@@ -18,6 +18,7 @@ namespace memkit::planner {
 namespace {
 
 constexpr const char* kTotalTooLarge = "the buffers' sizes sum past 2^62 bytes";
+constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;  // a trace line is far shorter
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -184,17 +185,31 @@ instance instance_from_trace(const std::string& path) {
   std::int64_t total = 0;  // bytes of the buffers so far
   std::uint64_t line_number = 0;
   std::string line;
-  char chunk[4096];
-  while (true) {
-    // gzgets returns at most one line per call; a long line comes in several chunks.
+  std::vector<char> chunk(std::size_t{1} << 16);
+  std::size_t chunk_size = 0, chunk_at = 0;
+  // The next line into `line`; false at the end. A NUL byte or a line past
+  // kMaxLineBytes is an error: the input is not a trace (binary, /dev/zero).
+  auto next_line = [&]() -> bool {
     line.clear();
-    bool got_any = false;
-    while (gzgets(file, chunk, sizeof chunk) != nullptr) {
-      got_any = true;
-      line += chunk;
-      if (!line.empty() && line.back() == '\n') break;
+    while (true) {
+      if (chunk_at == chunk_size) {
+        const int count = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()));
+        if (count < 0) return false;  // reported after the loop
+        if (count == 0) return !line.empty();
+        chunk_size = static_cast<std::size_t>(count);
+        chunk_at = 0;
+      }
+      const char c = chunk[chunk_at++];
+      if (c == '\n') return true;
+      if (c == '\0')
+        throw located_error(kFunction, path, line_number + 1, "a NUL byte: not a trace");
+      if (line.size() == kMaxLineBytes) {
+        throw located_error(kFunction, path, line_number + 1, "a line longer than 1 MiB");
+      }
+      line += c;
     }
-    if (!got_any) break;
+  };
+  while (next_line()) {
     ++line_number;
     const std::string_view text = trim(line);
     // `s` marks where a loop iteration starts (docs/TRACES.md): no event, nothing to plan.

@@ -579,6 +579,15 @@ std::string read_file(const std::string& path) {
   while (true) {
     const int count = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()));
     if (count > 0) {
+      // No trace format has a NUL byte: stop at once on binary input (/dev/zero, a
+      // gzip bomb of zeros) rather than read it whole.
+      if (const void* nul = std::memchr(chunk.data(), 0, static_cast<std::size_t>(count))) {
+        const auto before = static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data());
+        text.append(chunk.data(), before);
+        gzclose(file);
+        fail_at(path, static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1,
+                "a NUL byte: not a trace");
+      }
       text.append(chunk.data(), static_cast<std::size_t>(count));
       continue;
     }

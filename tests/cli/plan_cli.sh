@@ -55,6 +55,17 @@ status=$?
 [ "$status" -eq 1 ] && grep -qF "is an input" <<<"$output" && cmp -s "$work/keep.csv" "$work/ok.csv" ||
   fail "--output over the input: exit status $status, '$output'"
 
+# A trace with a NUL byte (binary input) is an error naming its line, not lines
+# merged or dropped; /dev/zero ends at once.
+printf 'a,1,64,0\na,2\000,64,0\n' > "$work/nul.csv"
+output=$("$memkit" plan --from-trace "$work/nul.csv" 2>&1 >/dev/null)
+status=$?
+[ "$status" -eq 1 ] && grep -qF "nul.csv:2: a NUL byte" <<<"$output" ||
+  fail "NUL byte in a trace: exit status $status, '$output'"
+output=$(timeout 20 "$memkit" plan --from-trace /dev/zero 2>&1 >/dev/null)
+status=$?
+[ "$status" -eq 1 ] || fail "plan --from-trace /dev/zero: exit status $status, '$output'"
+
 json=$("$memkit" plan "$work/ok.csv" --json)
 for key in buffers load_bytes height_bytes seconds; do
   grep -q "\"$key\":" <<<"$json" || fail "--json lacks $key: $json"

@@ -74,6 +74,12 @@ if ! output=$("$memkit" replay "$bad" --json) || ! grep -q '"workload"' <<<"$out
   echo "FAIL: --json of a trace with non-UTF-8 metadata"; failures=$((failures + 1))
 fi
 rm -f "$bad"
+# Binary input stops at its first NUL byte, with the line named, however long it is.
+output=$(timeout 20 "$memkit" replay /dev/zero 2>&1 >/dev/null)
+status=$?
+if [ "$status" -ne 1 ] || ! grep -qF "/dev/zero:1: a NUL byte: not a trace" <<<"$output"; then
+  echo "FAIL: replay /dev/zero gave status $status: $output"; failures=$((failures + 1))
+fi
 # Terminal escapes in a trace's metadata do not reach the terminal.
 esc=$(mktemp --suffix=.csv); printf '# workload: \033[31mred\na,1,100,0\nf,1\n' > "$esc"
 if "$memkit" replay "$esc" | grep -q $'\033'; then
