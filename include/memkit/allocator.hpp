@@ -51,9 +51,8 @@
 //   fences    a block freed on queue q is reusable at once on q; on another
 //             queue once a fence recorded on q after the free completes
 //             (allocator/fences.hpp: the safe serial and fences of each queue).
-//   thread    each thread parks up to 2 MiB of freed blocks of at most 1 MiB (the
-//   caches    arena's too) and serves its own repeats from them without the lock
-//             (allocator/thread_cache.hpp); parked blocks stay live to the pools.
+//   thread    each thread parks up to 2 MiB of small freed blocks and serves its
+//   caches    own repeats from them without the lock (allocator/thread_cache.hpp).
 //
 //   Counters (exact under the lock; the thread caches keep their differences):
 //     active_bytes   == sum(block.size for live blocks)

@@ -102,7 +102,7 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
   }
   const std::size_t size = round_up(bytes, pools::kQuantum);
   thread_cache* cache = nullptr;
-  if (size <= thread_cache::kMaxBlock && s.thread_caching &&
+  if (size <= s.small_max && s.thread_caching &&
       (cache = s.get_thread_cache())->is_worth_trying()) {
     // Fastest: a block this thread freed, without the allocator's lock.
     cache->lock();

@@ -73,12 +73,7 @@ std::size_t allocator::state::flush_thread_cache_locked(thread_cache& cache) {
   cache.stats = {};
   cache.drain([&](block* b) {
     live.erase(b->owner->base + b->offset);
-    ++free_serial;
-    // Blocks up to 1 MiB of the arena park too (above the small pool's 512 KiB).
-    if (b->owner->virtual_range)
-      vm->free(b, free_serial);
-    else
-      owner_pool(b).give_back(b, free_serial);
+    owner_pool(b).give_back(b, ++free_serial);
     fences.note_free(b->queue, free_serial);
   });
   cache.unlock();

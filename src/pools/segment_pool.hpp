@@ -20,8 +20,7 @@ inline constexpr std::size_t kQuantum = 512;                        // request r
 inline constexpr std::size_t kSmallRequest = std::size_t{1} << 20;  // small pool: <= 1 MiB
 // Beside an arena, the small pool serves up to 512 KiB: a 2 MiB segment holds too
 // few larger blocks, and one left live strands the rest of it (T5's 1 MiB
-// parameters, docs/BENCHMARKS.md); the arena shares pages between any sizes, and the
-// thread caches still serve blocks up to 1 MiB.
+// parameters, docs/BENCHMARKS.md); the arena shares pages between any sizes.
 inline constexpr std::size_t kSmallRequestWithArena = std::size_t{512} << 10;
 inline constexpr std::size_t kSmallSegment = std::size_t{2} << 20;  // small segments: 2 MiB
 inline constexpr std::size_t kSmallWaste = 4096;                    // most a small reuse may waste
