@@ -41,8 +41,10 @@ allocator::state::state(backend& b, const allocator_options& options)
   }
   if (options.policy != pool_policy::segments && facts.virtual_memory) {
     vm = arena::create(device, facts, fences, options.arena_slack);
-    if (vm) vm->set_loop_planning(options.plan_loops);
-    if (vm) small_max = pools::kSmallRequestWithArena;
+    if (vm) {
+      vm->set_loop_planning(options.plan_loops);
+      small_max = pools::kSmallRequestWithArena;
+    }
   }
 }
 

@@ -46,7 +46,7 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
       windows_.clear();
     }
   } else if (recording) {
-    // The plan held for long since its last loss: no longer loop to look for.
+    // Recording ended (a plan was made, or it held for long since its last loss).
     history_.clear();
     history_.shrink_to_fit();
     windows_.clear();
@@ -123,9 +123,9 @@ void loop_plan::learn(std::uint64_t serial) {
                                      : std::max(min_period_, sizes_.size() + 1);
   if (period < min_period || 2 * period > serial + 1 - first_serial_) return;
   if (phase_ == phase::lost && period == sizes_.size()) return;
-  // A period that failed is tried again only after an eighth of it (doubling each
-  // time it fails again); one whose
-  // plan was too high, after kDeclinedRepetitions (lifetimes may settle by then).
+  // A period that failed is tried again only after an eighth of it (twice that each
+  // time it fails again); one whose plan was too high, after kDeclinedRepetitions
+  // (lifetimes may settle by then).
   if (period == declined_ && serial < declined_until_) return;
   if (serial < next_check_ && period == last_rejected_) return;
   if (try_plan(serial, static_cast<std::size_t>(period))) return;
