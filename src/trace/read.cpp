@@ -403,6 +403,8 @@ class snapshot_reader {
       traces_depth_ = depth_;  // a bare list of device traces is accepted too
     } else if (in_traces() && depth_ == traces_depth_ + 1) {
       ++device_;
+    } else if (in_traces() && depth_ == traces_depth_ + 2) {
+      not_an_entry();
     }
     ++depth_;
     return true;
@@ -452,7 +454,16 @@ class snapshot_reader {
 
   bool in_traces() const { return traces_depth_ >= 0; }
 
+  // device_traces holds one list per device, of entries that are objects: anything
+  // else there is not skipped quietly.
+  [[noreturn]] void not_an_entry() {
+    builder_.fail(*line_, depth_ == traces_depth_ + 1
+                              ? "a device trace is not a list"
+                              : "an entry of a device trace is not an object");
+  }
+
   bool scalar(const value& v) {
+    if (in_traces() && depth_ <= traces_depth_ + 2) not_an_entry();
     if (!in_traces() || depth_ != traces_depth_ + 3) return true;
     const auto need_number = [&](const char* field) {
       if (v.kind != value::kinds::number) {

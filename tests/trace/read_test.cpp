@@ -167,6 +167,28 @@ TEST(trace_read, bad_steps_name_file_and_line) {
             "[memkit::trace::read] steps.csv:2: unknown action 's' (expected 'a', 'f' or 's')");
 }
 
+// A PyTorch snapshot whose device traces hold something other than entry objects is
+// an error naming the line, not a trace with those entries left out.
+TEST(trace_read, pytorch_entries_that_are_not_objects_are_errors) {
+  auto error = [](const std::string& text) {
+    try {
+      parse(text, "snap.json");
+    } catch (const trace_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("{\"device_traces\": [[\n7]]}")
+                .find("snap.json:2: an entry of a device trace is not an object"),
+            std::string::npos);
+  EXPECT_NE(
+      error("{\"device_traces\": [[[]]]}").find("an entry of a device trace is not an object"),
+      std::string::npos);
+  EXPECT_NE(error("{\"device_traces\": [\"x\"]}").find("a device trace is not a list"),
+            std::string::npos);
+  EXPECT_EQ(error("{\"device_traces\": [[]]}"), "");
+}
+
 TEST(trace_read, missing_file_is_an_error) {
   EXPECT_NE(read_error("no_such_file.csv").find("cannot open"), std::string::npos);
 }
