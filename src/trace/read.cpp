@@ -680,6 +680,10 @@ trace_data parse(std::string_view text, const std::string& path) {
       break;
   }
   check_steps(trace, step_lines);
+  if (trace.events.empty()) {
+    fail_at(path, static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1,
+            "no allocation or free: an empty trace");
+  }
   const std::string_view workload = trace.get_metadata("workload");
   trace.name = workload.empty() ? name_from_path(path) : std::string(workload);
   return trace;

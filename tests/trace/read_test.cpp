@@ -186,7 +186,21 @@ TEST(trace_read, pytorch_entries_that_are_not_objects_are_errors) {
       std::string::npos);
   EXPECT_NE(error("{\"device_traces\": [\"x\"]}").find("a device trace is not a list"),
             std::string::npos);
-  EXPECT_EQ(error("{\"device_traces\": [[]]}"), "");
+  EXPECT_NE(error("{\"device_traces\": [[]]}").find("snap.json:1: no allocation or free"),
+            std::string::npos);
+}
+
+// A trace with no allocation or free (empty, comments only) is an error, as documented.
+TEST(trace_read, an_empty_trace_is_an_error) {
+  for (const char* text : {"", "\n\n", "# workload: w\n# steps: 1\ns\n"}) {
+    try {
+      parse(text, "empty.csv");
+      ADD_FAILURE() << "no error for '" << text << "'";
+    } catch (const trace_error& e) {
+      EXPECT_NE(std::string(e.what()).find("empty.csv:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("no allocation or free"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(trace_read, missing_file_is_an_error) {
