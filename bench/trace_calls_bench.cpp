@@ -12,6 +12,7 @@
 
 #include "memkit/memkit.hpp"
 #include "memkit/trace.hpp"
+#include "pools/segment_pool.hpp"
 
 namespace {
 
@@ -38,7 +39,8 @@ const memkit::trace::trace_data& get_trace(std::size_t k) {
   benchmark::ClobberMemory();
 }
 
-constexpr std::size_t kLargeRequest = std::size_t{512} << 10;  // the arena's, beside the small pool
+// Above the small pool's limit beside an arena: the arena's requests.
+constexpr std::size_t kLargeRequest = memkit::pools::kSmallRequestWithArena;
 
 void trace_calls(benchmark::State& state) {
   const memkit::trace::trace_data& trace = get_trace(static_cast<std::size_t>(state.range(0)));

@@ -25,6 +25,16 @@ std::string read_error(const std::string& name) {
   return "no error";
 }
 
+// The message of the trace_error that parsing `text` as file `name` throws.
+std::string parse_error(const std::string& text, const std::string& name) {
+  try {
+    parse(text, name);
+  } catch (const trace_error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
 TEST(trace_read, memkit_csv_plain_and_gzip_agree) {
   for (const char* name : {"small.trace.csv", "small.trace.csv.gz"}) {
     SCOPED_TRACE(name);
@@ -135,14 +145,7 @@ TEST(trace_read, steps_metadata_and_step_markers) {
 }
 
 TEST(trace_read, bad_steps_name_file_and_line) {
-  const auto error = [](const std::string& text) {
-    try {
-      parse(text, "steps.csv");
-    } catch (const trace_error& thrown) {
-      return std::string(thrown.what());
-    }
-    return std::string("no error");
-  };
+  const auto error = [](const std::string& text) { return parse_error(text, "steps.csv"); };
   EXPECT_EQ(error("a,0,1,0\n# steps: 0\n"),
             "[memkit::trace::read] steps.csv:2: steps must be a positive integer, got '0'");
   EXPECT_EQ(error("# steps: 2.5\n"),
@@ -170,14 +173,8 @@ TEST(trace_read, bad_steps_name_file_and_line) {
 // A PyTorch snapshot whose device traces hold something other than entry objects is
 // an error naming the line, not a trace with those entries left out.
 TEST(trace_read, pytorch_entries_that_are_not_objects_are_errors) {
-  auto error = [](const std::string& text) {
-    try {
-      parse(text, "snap.json");
-    } catch (const trace_error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto error = [](const std::string& text) { return parse_error(text, "snap.json"); };
+
   EXPECT_NE(error("{\"device_traces\": [[\n7]]}")
                 .find("snap.json:2: an entry of a device trace is not an object"),
             std::string::npos);
@@ -193,13 +190,9 @@ TEST(trace_read, pytorch_entries_that_are_not_objects_are_errors) {
 // A trace with no allocation or free (empty, comments only) is an error, as documented.
 TEST(trace_read, an_empty_trace_is_an_error) {
   for (const char* text : {"", "\n\n", "# workload: w\n# steps: 1\ns\n"}) {
-    try {
-      parse(text, "empty.csv");
-      ADD_FAILURE() << "no error for '" << text << "'";
-    } catch (const trace_error& e) {
-      EXPECT_NE(std::string(e.what()).find("empty.csv:"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("no allocation or free"), std::string::npos) << e.what();
-    }
+    const std::string message = parse_error(text, "empty.csv");
+    EXPECT_NE(message.find("empty.csv:"), std::string::npos) << message;
+    EXPECT_NE(message.find("no allocation or free"), std::string::npos) << message;
   }
 }
 
