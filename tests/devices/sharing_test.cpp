@@ -1,17 +1,23 @@
 // Sharing blocks between processes, on simulated devices: the exporter keeps a
 // shared block from reuse while any importer holds it, in this process or in a
-// forked one that exits or is killed.
+// child process that exits or is killed.
 #include "memkit/sharing.hpp"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "memkit/memkit.hpp"
@@ -125,41 +131,88 @@ TEST_P(SharingTest, DestroyingTheExporterGivesBlocksBack) {
   EXPECT_EQ(set->get_statistics(0).live_blocks, 0u);
 }
 
-// Fork a child that imports the block and then exits without closing, or waits to
-// be killed; the parent sees the data hold and the block come back only after.
-void share_with_child(SharingTest& t, memory_exporter& exporter, device_set& set, bool kill_it) {
+// The child is this test binary run again (posix_spawn, not a bare fork of a
+// process with the exporter's thread in it), told by MEMKIT_SHARING_CHILD what to
+// import: "SOCKET ID ADDRESS KILL FD". It writes '0' to FD once the import is
+// mapped at ADDRESS, then exits without closing it or waits to be killed.
+constexpr const char* kChildVariable = "MEMKIT_SHARING_CHILD";
+
+int run_child_if_asked() {
+  const char* job = std::getenv(kChildVariable);
+  if (!job) return 0;
+  char socket_path[256] = {};
+  unsigned long long id = 0, address = 0;
+  int kill_it = 0, fd = -1;
+  int status = 1;
+  if (std::sscanf(job, "%255s %llu %llu %d %d", socket_path, &id, &address, &kill_it, &fd) != 5) {
+    ::_exit(5);
+  }
+  ::alarm(60);  // never outlives a parent that stopped waiting
+  try {
+    sim_options o;
+    o.device = 2;
+    sim_backend own(o);  // the child's device
+    auto* imported = new imported_memory(own, socket_path, id);
+    status = imported->get_address() == address ? 0 : 2;
+    const char byte = static_cast<char>('0' + status);
+    if (::write(fd, &byte, 1) != 1) status = 3;
+    // Never closed: the process's end closes the connection.
+    if (kill_it) {
+      for (;;) ::pause();
+    }
+  } catch (...) {
+    status = 4;
+  }
+  ::_exit(status);
+}
+const int child_ran = run_child_if_asked();  // before main, in the child only
+
+// Waits for the child's exit up to kPatience; kills it after that.
+bool wait_for_child(pid_t child, int& status) {
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t got = ::waitpid(child, &status, WNOHANG);
+    if (got == child) return true;
+    if (got < 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, &status, 0);
+  return false;
+}
+
+// Starts a child that imports the block and then exits without closing, or waits
+// to be killed; the parent sees the block held and come back only after.
+void share_with_child(memory_exporter& exporter, device_set& set, bool kill_it) {
   const device_allocation block = set.allocate(0, 8 * kMiB);
   const std::uint64_t id = exporter.share(block);
   int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(ready[0]);
-    int status = 1;
-    try {
-      sim_options o;
-      o.device = 2;
-      sim_backend own(o);  // the child's device
-      auto* imported = new imported_memory(own, exporter.get_socket_path(), id);
-      status = imported->get_address() == block.address ? 0 : 2;
-      const char byte = static_cast<char>('0' + status);
-      if (::write(ready[1], &byte, 1) != 1) status = 3;
-      // Never closed: the process's end closes the connection.
-      if (kill_it) {
-        for (;;) ::pause();
-      }
-    } catch (...) {
-      status = 4;
-    }
-    ::_exit(status);
-  }
+  ASSERT_EQ(::pipe(ready), 0);  // not close-on-exec: the child writes to ready[1]
+  const std::string job = exporter.get_socket_path() + " " + std::to_string(id) + " " +
+                          std::to_string(block.address) + " " + (kill_it ? "1" : "0") + " " +
+                          std::to_string(ready[1]);
+  const std::string variable = std::string(kChildVariable) + "=" + job;
+  char* child_argv[] = {const_cast<char*>("memkit_tests"), nullptr};
+  char* child_env[] = {const_cast<char*>(variable.c_str()), nullptr};
+  pid_t child = -1;
+  const int spawned =
+      ::posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, child_argv, child_env);
   ::close(ready[1]);
+  ASSERT_EQ(spawned, 0) << std::strerror(spawned);
+  pollfd wait_ready{ready[0], POLLIN, 0};
+  const int polled = ::poll(&wait_ready, 1, static_cast<int>(kPatience.count()));
   char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  const bool got_byte = polled == 1 && ::read(ready[0], &byte, 1) == 1;
   ::close(ready[0]);
+  if (!got_byte) ::kill(child, SIGKILL);
+  ASSERT_TRUE(got_byte) << "the child did not report its import within " << kPatience.count()
+                        << " ms";
   EXPECT_EQ(byte, '0');
-  ASSERT_TRUE(exporter.wait_for_importers(id, 1, kPatience) || !kill_it);
+  // A child that exits may be gone before the import is counted: wait only for
+  // one that stays.
+  if (kill_it) {
+    ASSERT_TRUE(exporter.wait_for_importers(id, 1, kPatience));
+  }
   exporter.release(id);
   if (kill_it) {
     EXPECT_TRUE(exporter.is_held(id));
@@ -169,7 +222,8 @@ void share_with_child(SharingTest& t, memory_exporter& exporter, device_set& set
     ASSERT_EQ(::kill(child, SIGKILL), 0);
   }
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(wait_for_child(child, status))
+      << "the child did not end within " << kPatience.count() << " ms";
   if (kill_it) {
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   } else {
@@ -181,16 +235,11 @@ void share_with_child(SharingTest& t, memory_exporter& exporter, device_set& set
   const device_allocation again = set.allocate(0, 8 * kMiB);
   EXPECT_EQ(again.address, block.address);
   set.free(again);
-  (void)t;
 }
 
-TEST_P(SharingTest, ChildThatExitsLetsTheBlockGo) {
-  share_with_child(*this, *exporter, *set, false);
-}
+TEST_P(SharingTest, ChildThatExitsLetsTheBlockGo) { share_with_child(*exporter, *set, false); }
 
-TEST_P(SharingTest, ChildThatIsKilledLetsTheBlockGo) {
-  share_with_child(*this, *exporter, *set, true);
-}
+TEST_P(SharingTest, ChildThatIsKilledLetsTheBlockGo) { share_with_child(*exporter, *set, true); }
 
 TEST(SharingErrors, DevicesThatCannotShareAreNamed) {
   cpu_backend cpu;
