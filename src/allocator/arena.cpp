@@ -26,6 +26,7 @@ constexpr std::size_t kWindowPageScan = 4096;
 // Frees that record a fence after pages moved or a request waited for them: while
 // pages move, a wait for some of them need not wait for all the work queued since.
 constexpr std::uint32_t kFencesAfterMoves = 4096;
+constexpr std::size_t kMinPageBytes = 4096;
 
 std::size_t align_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
 
@@ -86,10 +87,16 @@ block* arena::take_most_mapped(std::size_t size, queue_id queue, queue_id* previ
 
 std::unique_ptr<arena> arena::create(backend& device, const device_facts& facts,
                                      const fence_tracker& fences, double slack) {
-  const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
+  // At least 4 KiB a page: a finer granularity (the simulator takes any) would
+  // only multiply the page map's entries and the map calls.
+  const std::size_t g = align_up(kMinPageBytes, std::max<std::size_t>(facts.granularity, 1));
   // Eight times the device's memory in addresses: fragmentation in addresses is
   // free as long as a large block still finds a contiguous range.
-  std::size_t bytes = align_up(8 * facts.capacity, g);
+  // Pages are numbered in 32 bits (placement::page_map), bytes in 64.
+  constexpr std::size_t kMaxPages = placement::page_map::kNone - 1;
+  std::size_t pages = facts.capacity / g + (facts.capacity % g != 0);
+  pages = std::min({pages, kMaxPages / 8, std::numeric_limits<std::size_t>::max() / 8 / g}) * 8;
+  std::size_t bytes = pages * g;
   address_t base = 0;
   while (bytes >= g && (base = device.reserve_range(bytes)) == 0) bytes = align_up(bytes / 2, g);
   if (base == 0) return nullptr;  // no addresses: large blocks use segments

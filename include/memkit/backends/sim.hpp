@@ -150,13 +150,21 @@ class sim_backend final : public backend, public peer_access, public memory_shar
   struct range {
     address_t base;
     std::size_t bytes;
-    std::vector<page_id> mapped;  // per granule: the physical page there, 0 if none
+    // Mapped runs by offset in the range, one per map call (split by a partial
+    // unmap): what is mapped costs host memory, not what is reserved.
+    struct run {
+      std::size_t bytes;
+      page_id page;
+    };
+    std::map<std::size_t, run> mapped;
   };
   struct physical_page {
     std::size_t bytes = 0;     // 0 once released
     std::size_t mappings = 0;  // granules it is mapped at
   };
   range* find_range(address_t at, std::size_t bytes);
+  // Whether [offset, offset + bytes) of r is mapped throughout.
+  static bool is_mapped(const range& r, std::size_t offset, std::size_t bytes);
   bool is_held_locked(address_t address, std::size_t bytes) const;  // in a segment or mapped
   std::vector<range> ranges_;                                       // reserved address ranges
   std::vector<physical_page> pages_{1};  // by page id; id 0 is never used

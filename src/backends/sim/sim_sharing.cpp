@@ -16,14 +16,9 @@ bool sim_backend::is_held_locked(address_t address, std::size_t bytes) const {
       return true;
     }
   }
-  const std::size_t g = facts_.granularity;
   for (const range& r : ranges_) {
     if (address < r.base || address + bytes > r.base + r.bytes) continue;
-    for (std::size_t i = (address - r.base) / g, end = (address + bytes - r.base + g - 1) / g;
-         i < end; ++i) {
-      if (!r.mapped[i]) return false;
-    }
-    return true;
+    return is_mapped(r, address - r.base, bytes);
   }
   return false;
 }
@@ -45,11 +40,13 @@ void sim_backend::grant_access(backend& accessor) {
   counters_.peers_granted++;
   // Mapped virtual memory needs its access set again for the new peer, run by run.
   for (const range& r : ranges_) {
-    for (std::size_t i = 0; i < r.mapped.size(); ++i) {
-      if (r.mapped[i] && (i == 0 || !r.mapped[i - 1])) {
+    std::size_t previous_end = ~std::size_t{0};
+    for (const auto& [offset, run] : r.mapped) {
+      if (offset != previous_end) {
         counters_.set_accesses++;
         counters_.simulated_ns += options_.set_access_ns;
       }
+      previous_end = offset + run.bytes;
     }
   }
 }

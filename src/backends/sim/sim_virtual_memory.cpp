@@ -1,5 +1,7 @@
 // The simulated device's virtual-memory primitive: address ranges, physical pages
 // and mappings, checked and counted, never touched.
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "memkit/backends/sim.hpp"
@@ -13,6 +15,18 @@ namespace {
 }
 }  // namespace
 
+bool sim_backend::is_mapped(const range& r, std::size_t offset, std::size_t bytes) {
+  const std::size_t end = offset + bytes;
+  auto it = r.mapped.upper_bound(offset);
+  if (it == r.mapped.begin()) return bytes == 0;
+  --it;  // the run starting at or below offset
+  std::size_t covered = offset;
+  for (; it != r.mapped.end() && it->first <= covered && covered < end; ++it) {
+    covered = std::max(covered, it->first + it->second.bytes);
+  }
+  return covered >= end;
+}
+
 sim_backend::range* sim_backend::find_range(address_t at, std::size_t bytes) {
   for (range& r : ranges_) {
     if (at >= r.base && at + bytes <= r.base + r.bytes) return &r;
@@ -24,9 +38,12 @@ address_t sim_backend::reserve_range(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   const std::size_t g = facts_.granularity;
   if (bytes == 0 || bytes % g) refuse("reserve_range", "size is not a multiple of the granularity");
+  // No addresses past the top of the address space; nothing is kept per granule,
+  // so a huge reservation costs no host memory.
+  if (bytes > ~address_t{0} - g - next_address_) return 0;
   const address_t base = next_address_;
   next_address_ += bytes + g;
-  ranges_.push_back({base, bytes, std::vector<page_id>(bytes / g, 0)});
+  ranges_.push_back({base, bytes, {}});
   counters_.ranges_reserved++;
   counters_.simulated_ns += options_.reserve_ns;
   return base;
@@ -36,9 +53,7 @@ void sim_backend::release_range(address_t base, std::size_t bytes) {
   std::lock_guard lock(mutex_);
   range* r = find_range(base, bytes);
   if (!r || r->base != base || r->bytes != bytes) refuse("release_range", "no such range");
-  for (page_id p : r->mapped) {
-    if (p) refuse("release_range", "pages still mapped");
-  }
+  if (!r->mapped.empty()) refuse("release_range", "pages still mapped");
   ranges_.erase(ranges_.begin() + (r - ranges_.data()));
 }
 
@@ -77,11 +92,14 @@ void sim_backend::map(address_t at, page_id page, std::size_t bytes) {
     refuse("map", "no page of that size");
   range* r = find_range(at, bytes);
   if (!r || at % g) refuse("map", "the address is outside every reserved range or unaligned");
-  for (std::size_t i = (at - r->base) / g, end = i + bytes / g; i < end; ++i) {
-    if (r->mapped[i]) refuse("map", "the address is already mapped");
-    r->mapped[i] = page;
-    pages_[page].mappings++;
-  }
+  const std::size_t offset = at - r->base;
+  const auto above = r->mapped.lower_bound(offset);
+  const bool overlaps_above = above != r->mapped.end() && above->first < offset + bytes;
+  const bool overlaps_below = above != r->mapped.begin() &&
+                              std::prev(above)->first + std::prev(above)->second.bytes > offset;
+  if (overlaps_above || overlaps_below) refuse("map", "the address is already mapped");
+  r->mapped.emplace_hint(above, offset, range::run{bytes, page});
+  pages_[page].mappings += bytes / g;
   counters_.maps++;
   counters_.mapped_bytes += bytes;
   counters_.simulated_ns += options_.map_ns;
@@ -92,9 +110,8 @@ void sim_backend::set_access(address_t at, std::size_t bytes) {
   const std::size_t g = facts_.granularity;
   range* r = find_range(at, bytes);
   if (!r) refuse("set_access", "the range is not reserved");
-  for (std::size_t i = (at - r->base) / g, end = i + bytes / g; i < end; ++i) {
-    if (!r->mapped[i]) refuse("set_access", "part of the range is not mapped");
-  }
+  if (at % g || !is_mapped(*r, at - r->base, bytes))
+    refuse("set_access", "part of the range is not mapped");
   counters_.set_accesses++;
   counters_.simulated_ns += options_.set_access_ns;
 }
@@ -104,10 +121,25 @@ void sim_backend::unmap(address_t at, std::size_t bytes) {
   const std::size_t g = facts_.granularity;
   range* r = find_range(at, bytes);
   if (!r) refuse("unmap", "the range is not reserved");
-  for (std::size_t i = (at - r->base) / g, end = i + bytes / g; i < end; ++i) {
-    if (!r->mapped[i]) refuse("unmap", "the address is not mapped");
-    pages_[r->mapped[i]].mappings--;
-    r->mapped[i] = 0;
+  const std::size_t offset = at - r->base, end = offset + bytes;
+  if (at % g || bytes % g || !is_mapped(*r, offset, bytes))
+    refuse("unmap", "the address is not mapped");
+  // Cut the runs at both ends, then drop those inside.
+  auto it = std::prev(r->mapped.upper_bound(offset));
+  if (it->first < offset) {
+    const range::run whole = it->second;
+    it->second.bytes = offset - it->first;
+    it = r->mapped.emplace_hint(std::next(it), offset,
+                                range::run{whole.bytes - it->second.bytes, whole.page});
+  }
+  while (it != r->mapped.end() && it->first < end) {
+    range::run& run = it->second;
+    if (it->first + run.bytes > end) {
+      r->mapped.emplace_hint(std::next(it), end, range::run{it->first + run.bytes - end, run.page});
+      run.bytes = end - it->first;
+    }
+    pages_[run.page].mappings -= run.bytes / g;
+    it = r->mapped.erase(it);
   }
   counters_.unmaps++;
   counters_.mapped_bytes -= bytes;
@@ -117,7 +149,11 @@ void sim_backend::unmap(address_t at, std::size_t bytes) {
 page_id sim_backend::get_mapping(address_t at) const {
   std::lock_guard lock(mutex_);
   for (const range& r : ranges_) {
-    if (at >= r.base && at < r.base + r.bytes) return r.mapped[(at - r.base) / facts_.granularity];
+    if (at < r.base || at >= r.base + r.bytes) continue;
+    const auto it = r.mapped.upper_bound(at - r.base);
+    if (it == r.mapped.begin()) return 0;
+    const auto& [offset, run] = *std::prev(it);
+    return at - r.base < offset + run.bytes ? run.page : 0;
   }
   return 0;
 }

@@ -1,0 +1,69 @@
+// The simulated device's virtual memory: host memory follows what is mapped, not
+// what is reserved, so any granularity and any reservation stay cheap.
+#include <gtest/gtest.h>
+
+#include "memkit/memkit.hpp"
+
+namespace memkit {
+namespace {
+
+TEST(sim_virtual_memory, a_huge_reservation_at_granularity_one_costs_nothing) {
+  sim_options o;
+  o.granularity = 1;
+  o.capacity = std::size_t{1} << 40;
+  sim_backend sim(o);
+  const address_t base = sim.reserve_range(std::size_t{1} << 50);  // 2^50 granules
+  ASSERT_NE(base, 0u);
+  const page_id page = sim.create_page(4096);
+  ASSERT_NE(page, 0u);
+  sim.map(base + 8192, page, 4096);
+  EXPECT_EQ(sim.get_mapping(base + 8192), page);
+  EXPECT_EQ(sim.get_mapping(base + 8192 + 4095), page);
+  EXPECT_EQ(sim.get_mapping(base + 8191), 0u);
+  EXPECT_EQ(sim.get_mapping(base + 8192 + 4096), 0u);
+  EXPECT_THROW(sim.map(base + 8192 + 100, page, 4096), invalid_argument);  // overlaps
+  EXPECT_THROW(sim.release_range(base, std::size_t{1} << 50), invalid_argument);
+  sim.unmap(base + 8192, 4096);
+  sim.release_page(page, 4096);
+  sim.release_range(base, std::size_t{1} << 50);
+  // Past the top of the address space: refused, not wrapped around.
+  EXPECT_EQ(sim.reserve_range(~std::size_t{0} - 4096), 0u);
+}
+
+TEST(sim_virtual_memory, a_partial_unmap_splits_the_mapping) {
+  sim_options o;
+  o.granularity = 4096;
+  sim_backend sim(o);
+  const address_t base = sim.reserve_range(1 << 20);
+  const page_id page = sim.create_page(4 * 4096);
+  sim.map(base, page, 4 * 4096);
+  sim.unmap(base + 4096, 4096);  // the second granule only
+  EXPECT_EQ(sim.get_mapping(base), page);
+  EXPECT_EQ(sim.get_mapping(base + 4096), 0u);
+  EXPECT_EQ(sim.get_mapping(base + 2 * 4096), page);
+  EXPECT_THROW(sim.set_access(base, 4 * 4096), invalid_argument);    // a hole
+  EXPECT_THROW(sim.unmap(base, 2 * 4096), invalid_argument);         // half unmapped
+  EXPECT_THROW(sim.release_page(page, 4 * 4096), invalid_argument);  // still mapped
+  sim.set_access(base + 2 * 4096, 2 * 4096);
+  sim.unmap(base, 4096);
+  sim.unmap(base + 2 * 4096, 2 * 4096);
+  EXPECT_EQ(sim.get_counters().mapped_bytes, 0u);
+  sim.release_page(page, 4 * 4096);
+  sim.release_range(base, 1 << 20);
+}
+
+TEST(sim_virtual_memory, the_arena_maps_pages_of_at_least_4_kib) {
+  sim_options o;
+  o.granularity = 1;
+  sim_backend sim(o);
+  allocator_options options;
+  options.policy = pool_policy::arena;
+  options.validate = true;
+  allocator a(sim, options);
+  const allocation block = a.allocate(3 << 20);
+  EXPECT_EQ(sim.get_counters().maps, (3u << 20) / 4096);  // not one per byte
+  a.free(block.address);
+}
+
+}  // namespace
+}  // namespace memkit
