@@ -120,6 +120,12 @@ validation validate(const instance& inst, const plan& p, std::optional<std::int6
 }
 
 plan greedy_best_fit(const instance& inst) {
+  return detail::greedy_in_order(inst, detail::size_order(inst));
+}
+
+namespace detail {
+
+std::vector<std::size_t> size_order(const instance& inst) {
   const std::vector<buffer>& buffers = inst.buffers;
   std::vector<std::size_t> order(buffers.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -131,11 +137,24 @@ plan greedy_best_fit(const instance& inst) {
     if (span_a != span_b) return span_a > span_b;
     return a < b;
   });
-  return detail::greedy_in_order(inst, order);
+  return order;
 }
 
-namespace detail {
 namespace {
+
+// Best fit costs up to the square of the buffers: past the deadline, checked every
+// kDeadlineStride buffers, the rest are stacked above all placed so far (a valid
+// plan in linear time, only higher).
+constexpr std::size_t kDeadlineStride = 256;
+bool stack_rest_if_late(const instance& inst, const std::vector<std::size_t>& order, std::size_t k,
+                        clock::time_point deadline, std::int64_t top, plan& result) {
+  if (k % kDeadlineStride != 0 || clock::now() <= deadline) return false;
+  for (; k < order.size(); ++k) {
+    result.offsets[order[k]] = top;
+    top += inst.buffers[order[k]].size;
+  }
+  return true;
+}
 
 // The blocks must look at this many times fewer pairs than scanning all to be worth
 // their sorting.
@@ -145,13 +164,17 @@ constexpr std::size_t kLongBlocks = 32;
 
 // Best fit scanning every placed buffer, kept by offset: the cheapest when lifetimes
 // are long, since then most placed buffers are live at the same time anyway.
-plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& order) {
+plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& order,
+                         clock::time_point deadline) {
   const std::vector<buffer>& buffers = inst.buffers;
   plan result;
   result.offsets.assign(buffers.size(), 0);
   std::vector<std::size_t> placed_by_offset;  // placed buffers, by offset
   placed_by_offset.reserve(buffers.size());
-  for (const std::size_t i : order) {
+  std::int64_t top = 0;  // of every buffer placed
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (stack_rest_if_late(inst, order, k, deadline, top, result)) break;
+    const std::size_t i = order[k];
     const buffer& b = buffers[i];
     std::int64_t reach = 0;  // top of the time-overlapping buffers seen so far
     std::int64_t best_offset = -1;
@@ -168,6 +191,7 @@ plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& o
     }
     const std::int64_t offset = best_offset >= 0 ? best_offset : reach;
     result.offsets[i] = offset;
+    top = std::max(top, offset + b.size);
     const auto position = std::upper_bound(
         placed_by_offset.begin(), placed_by_offset.end(), offset,
         [&](std::int64_t value, std::size_t j) { return value < result.offsets[j]; });
@@ -178,7 +202,8 @@ plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& o
 
 }  // namespace
 
-plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order) {
+plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order,
+                     clock::time_point deadline) {
   // Each buffer needs the placed buffers live at the same time as it, by offset. Time
   // is cut into blocks of sections and every placed buffer is listed in the blocks it
   // touches, so a buffer looks only at those near it in time: on long schedules that
@@ -218,7 +243,7 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
   double block_cost = 2.0 * static_cast<double>(n) * long_count;
   for (const double count : listed) block_cost += count * count;
   if (block_cost > static_cast<double>(n) * static_cast<double>(n) / kBlockAdvantage) {
-    return greedy_scanning_all(inst, order);
+    return greedy_scanning_all(inst, order, deadline);
   }
   std::vector<std::vector<std::uint32_t>> in_block(blocks);
   std::vector<std::uint32_t> long_placed;
@@ -227,7 +252,10 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
   plan result;
   result.offsets.assign(n, 0);
   std::size_t round = 0;
-  for (const std::size_t i : order) {
+  std::int64_t top = 0;  // of every buffer placed
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (stack_rest_if_late(inst, order, k, deadline, top, result)) break;
+    const std::size_t i = order[k];
     const buffer& b = buffers[i];
     const std::size_t first_block = block_of(b.lower);
     const std::size_t last_block = block_of(b.upper - 1);
@@ -260,6 +288,7 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
       reach = std::max(reach, result.offsets[j] + buffers[j].size);
     }
     result.offsets[i] = best_offset >= 0 ? best_offset : reach;
+    top = std::max(top, result.offsets[i] + b.size);
     if (last_block - first_block >= kLongBlocks) {
       long_placed.push_back(static_cast<std::uint32_t>(i));
     } else {

@@ -35,6 +35,10 @@ std::uint64_t mix64(std::uint64_t x) {  // splitmix64's finaliser
 }
 
 constexpr std::size_t kFailedStateSlots = std::size_t{1} << 20;
+// Pairs of buffers live at the same time that a part may have to be searched: the
+// search keeps them as adjacency lists (8 bytes a pair), and a part denser than
+// this is left to the greedy passes (bounded memory and setup time).
+constexpr std::uint64_t kMaxOverlapPairs = std::uint64_t{1} << 26;
 constexpr std::uint64_t kRestartNodes = 4096;
 constexpr std::size_t kElevatedBoundMaxBuffers = 4000;
 constexpr int kMaxSplitDepth = 64;
@@ -162,6 +166,10 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
   for (std::size_t s = 0; s < section_count_; ++s) {
     live += live_delta[s];
     load_ = std::max(load_, live);
+  }
+  if (count_overlap_pairs() > kMaxOverlapPairs) {
+    too_dense_ = true;
+    return;
   }
 
   // Orders among candidates, one per restart flavour. Each puts identical buffers
@@ -700,6 +708,20 @@ void part_search::configure_run(std::uint64_t run_index, std::uint64_t& random) 
   }
 }
 
+// Pairs live at the same time, without listing them: a buffer overlaps those that
+// started before it (or with it, earlier in order) and have not ended.
+std::uint64_t part_search::count_overlap_pairs() const {
+  std::vector<std::uint32_t> starts(first_section_), ends(end_section_);
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  std::uint64_t pairs = 0;
+  for (std::size_t rank = 0; rank < starts.size(); ++rank) {
+    const auto ended = std::upper_bound(ends.begin(), ends.end(), starts[rank]) - ends.begin();
+    pairs += rank - static_cast<std::size_t>(ended);
+  }
+  return pairs;
+}
+
 search_status part_search::run(std::int64_t capacity, clock::time_point deadline,
                                std::vector<std::int64_t>& offsets, std::uint64_t node_limit) {
   capacity_ = capacity;
@@ -710,6 +732,7 @@ search_status part_search::run(std::int64_t capacity, clock::time_point deadline
   stopped_parts_ = 0;
   if (node_limit == 0) return search_status::stopped;
   if (load_ > capacity) return search_status::infeasible;
+  if (too_dense_) return search_status::stopped;
   // Runs are restarted after a node budget that follows the Luby sequence (1 1 2 1 1 2
   // 4 ...): how long a run needs varies wildly with the order, so many short runs
   // with different orders beat one long one, while the long runs still come and can

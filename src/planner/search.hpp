@@ -29,8 +29,12 @@ struct decomposition {
 
 decomposition decompose(const instance& inst);
 
-// Best fit (as greedy_best_fit()) taking the buffers in the given order.
-plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order);
+// Largest first, as greedy_best_fit() takes them.
+std::vector<std::size_t> size_order(const instance& inst);
+// Best fit taking the buffers in the given order; past the deadline the rest are
+// stacked on top (valid, higher).
+plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order,
+                     clock::time_point deadline = clock::time_point::max());
 // Buffers live through the highest load first (they decide the height), then larger
 // first: on long schedules this lands far nearer LOAD than size order alone.
 std::vector<std::size_t> peak_first_order(const instance& inst);
@@ -61,6 +65,8 @@ class part_search {
   std::uint64_t nodes() const { return nodes_; }
 
  private:
+  std::uint64_t count_overlap_pairs() const;
+  bool too_dense_ = false;  // too many overlapping pairs to search: run() stops at once
   enum class undo_kind : std::uint8_t { floor, lower_bound, offset_floor, ban, level, placed };
   struct undo_entry {
     undo_kind kind;

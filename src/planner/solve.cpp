@@ -95,12 +95,23 @@ result solve(const instance& inst, const options& opts) {
   }
   result out;
   out.load_bytes = load(inst);
-  out.best = greedy_best_fit(inst);
+  // Every pass below is bounded by the deadline, the first one too: the time limit
+  // bounds the whole call.
+  out.best = detail::greedy_in_order(inst, detail::size_order(inst), deadline);
   out.greedy_height_bytes = height(inst, out.best);
   out.height_bytes = out.greedy_height_bytes;
   if (const validation check = validate(inst, out.best); !check) {
     throw std::logic_error("[memkit::planner::solve] greedy plan is invalid: " + check.message);
   }
+
+  // The result as it stands; `proven_floor`: no plan is lower than this.
+  const auto finish = [&](std::int64_t proven_floor) {
+    out.fits = !opts.capacity || out.height_bytes <= *opts.capacity;
+    out.optimal = out.height_bytes <= proven_floor;
+    out.seconds = seconds_since(start);
+    return out;
+  };
+  if (clock::now() > deadline) return finish(out.load_bytes);
 
   // Remembers a plan if it is lower than the best so far, after checking it.
   const auto offer = [&](const plan& candidate) {
@@ -127,10 +138,10 @@ result solve(const instance& inst, const options& opts) {
   // lands far lower than peak-first.
   {
     std::vector<std::size_t> order = detail::peak_first_order(inst);
-    plan candidate = detail::greedy_in_order(inst, order);
+    plan candidate = detail::greedy_in_order(inst, order, deadline);
     for (const bool backward : {true, false}) {
       std::vector<std::size_t> sweep = detail::sweep_order(inst, backward);
-      plan swept = detail::greedy_in_order(inst, sweep);
+      plan swept = detail::greedy_in_order(inst, sweep, deadline);
       if (height(inst, swept) < height(inst, candidate)) {
         order = std::move(sweep);
         candidate = std::move(swept);
@@ -160,13 +171,16 @@ result solve(const instance& inst, const options& opts) {
         order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
         order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
       }
-      candidate = detail::greedy_in_order(inst, order);
+      candidate = detail::greedy_in_order(inst, order, repair_until);
       const std::int64_t before = out.height_bytes;
       offer(candidate);
       if (out.height_bytes < before) stale = 0;
     }
   }
 
+  // The search's setup costs time and memory in proportion to the instance: none
+  // once the time is up.
+  if (clock::now() > deadline) return finish(out.load_bytes);
   planner_state state(inst);
   out.parts = state.part_count();
 
@@ -212,11 +226,8 @@ result solve(const instance& inst, const options& opts) {
       search_floor = target + 1;  // not settled in time: look higher, nothing proven
     }
   }
-  out.fits = !opts.capacity || out.height_bytes <= *opts.capacity;
-  out.optimal = out.height_bytes <= proven_floor;
   out.nodes = state.nodes();
-  out.seconds = seconds_since(start);
-  return out;
+  return finish(proven_floor);
 }
 
 }  // namespace memkit::planner

@@ -3,14 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <filesystem>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "memkit/planner.hpp"
+#include "planner/search.hpp"
 
 namespace memkit::planner {
 namespace {
@@ -218,6 +221,44 @@ TEST(PlannerSearch, EmptyInstance) {
   EXPECT_EQ(res.height_bytes, 0);
   EXPECT_TRUE(res.best.offsets.empty());
   EXPECT_TRUE(res.fits);
+}
+
+// With no time at all the first pass stacks what it has not placed: still a valid
+// plan, and no search (whose setup alone grows with the instance).
+TEST(PlannerSearch, NoTimeGivesAValidPlanWithoutSearch) {
+  std::mt19937 rng(7);
+  const instance inst = random_instance(rng, 3000, 200, 1000);
+  options opts;
+  opts.time_limit_seconds = 0;
+  const result res = solve(inst, opts);
+  EXPECT_TRUE(validate(inst, res.best));
+  EXPECT_EQ(res.nodes, 0u);
+  EXPECT_GE(res.height_bytes, res.load_bytes);
+  EXPECT_EQ(res.height_bytes, height(inst, res.best));
+}
+
+// A part where every buffer overlaps every other has n^2 / 2 pairs: past the search's
+// bound (2^26 pairs) it is not searched, and costs no adjacency lists.
+TEST(PlannerSearch, APartTooDenseIsNotSearched) {
+  instance inst;
+  for (int i = 0; i < 12000; ++i) inst.buffers.push_back(buffer{i, i % 7, 100000 - i % 5, 1});
+  std::vector<std::size_t> members(inst.buffers.size());
+  std::iota(members.begin(), members.end(), std::size_t{0});
+  detail::part_search dense(inst, members);
+  std::vector<std::int64_t> offsets;
+  EXPECT_EQ(
+      dense.run(dense.part_load() - 1, detail::clock::now() + std::chrono::seconds(5), offsets),
+      detail::search_status::infeasible);  // below LOAD: refuted all the same
+  EXPECT_EQ(
+      dense.run(dense.part_load() * 2, detail::clock::now() + std::chrono::seconds(5), offsets),
+      detail::search_status::stopped);
+  EXPECT_EQ(dense.nodes(), 0u);
+  // A sparse part of the same size is searched.
+  for (int i = 0; i < 12000; ++i) inst.buffers[i] = buffer{i, i, i + 3, 1};
+  detail::part_search sparse(inst, members);
+  EXPECT_EQ(
+      sparse.run(sparse.part_load() * 2, detail::clock::now() + std::chrono::seconds(5), offsets),
+      detail::search_status::found);
 }
 
 TEST(PlannerSearch, SolvesAChallengingInstanceWithinCapacity) {
