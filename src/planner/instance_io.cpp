@@ -1,16 +1,19 @@
 // Reading instances and traces, writing plans (include/memkit/planner.hpp).
-#include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <istream>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "io/input_file.hpp"
 #include "memkit/errors.hpp"
 #include "memkit/planner.hpp"
 
@@ -70,6 +73,10 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
   bool seen_header = false;
   while (std::getline(in, line)) {
     ++line_number;
+    if (line.find('\0') != std::string::npos)
+      throw located_error(function, name, line_number, "a NUL byte: not an instance");
+    if (line.size() > kMaxLineBytes)
+      throw located_error(function, name, line_number, "a line longer than 1 MiB");
     const std::string_view text = trim(line);
     if (text.empty()) continue;
     if (!seen_header) {
@@ -132,8 +139,28 @@ instance parse_instance(std::istream& in, const std::string& name) {
 }
 
 instance read_instance(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw planner_error("[memkit::planner::read_instance] " + path + ": cannot open");
+  // Whole, within io::input_file's bounds (and gzip is read too); a NUL byte ends
+  // the reading of binary input at once.
+  io::input_file file(path);
+  std::string text;
+  std::vector<char> chunk(std::size_t{1} << 16);
+  const auto fail = [&](const std::string& what) {
+    const auto line = static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+    throw located_error("read_instance", path, line, what);
+  };
+  while (const std::size_t count = file.read(chunk.data(), chunk.size())) {
+    if (const void* nul = std::memchr(chunk.data(), 0, count)) {
+      text.append(chunk.data(),
+                  static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data()));
+      fail("a NUL byte: not an instance");
+    }
+    text.append(chunk.data(), count);
+  }
+  if (file.get_status() == io::input_file::status::cannot_open) {
+    throw planner_error("[memkit::planner::read_instance] " + path + ": " + file.describe());
+  }
+  if (file.get_status() != io::input_file::status::end) fail(file.describe());
+  std::istringstream in(std::move(text));
   return parse_instance_as(in, path, "read_instance");
 }
 
@@ -165,14 +192,10 @@ void write_plan(const std::string& path, const instance& inst, const plan& p) {
 // other formats) live in the trace layer, which the planner does not depend on.
 instance instance_from_trace(const std::string& path) {
   static constexpr std::string_view kFunction = "instance_from_trace";
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    throw planner_error("[memkit::planner::instance_from_trace] " + path + ": cannot open");
+  io::input_file file(path);
+  if (file.get_status() == io::input_file::status::cannot_open) {
+    throw planner_error("[memkit::planner::instance_from_trace] " + path + ": " + file.describe());
   }
-  struct closer {
-    gzFile f;
-    ~closer() { gzclose(f); }
-  } close_on_exit{file};
 
   static constexpr std::size_t kNoBuffer = ~std::size_t{0};  // a zero-byte block
   struct open_block {
@@ -193,10 +216,13 @@ instance instance_from_trace(const std::string& path) {
     line.clear();
     while (true) {
       if (chunk_at == chunk_size) {
-        const int count = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()));
-        if (count < 0) return false;  // reported after the loop
-        if (count == 0) return !line.empty();
-        chunk_size = static_cast<std::size_t>(count);
+        const std::size_t count = file.read(chunk.data(), chunk.size());
+        if (count == 0) {
+          if (file.get_status() != io::input_file::status::end)
+            throw located_error(kFunction, path, line_number + 1, file.describe());
+          return !line.empty();
+        }
+        chunk_size = count;
         chunk_at = 0;
       }
       const char c = chunk[chunk_at++];
@@ -263,12 +289,6 @@ instance instance_from_trace(const std::string& path) {
       throw located_error(kFunction, path, line_number,
                           "unknown action " + quote_input(fields[0]) + " (expected a, f or s)");
     }
-  }
-  int error_code = Z_OK;
-  const char* message = gzerror(file, &error_code);
-  if (error_code != Z_OK && error_code != Z_STREAM_END) {
-    throw located_error(kFunction, path, line_number,
-                        std::string("read error: ") + (message != nullptr ? message : "unknown"));
   }
   for (buffer& b : result.buffers) {
     if (b.upper < 0) b.upper = event_index;  // never freed: live to the end

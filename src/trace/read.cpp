@@ -1,5 +1,4 @@
 // Trace readers: the memkit CSV, RMM's logging CSV and PyTorch snapshots as JSON.
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -12,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "io/input_file.hpp"
 #include "memkit/errors.hpp"
 #include "memkit/trace.hpp"
 
@@ -577,50 +577,29 @@ std::string name_from_path(const std::string& path) {
   return name;
 }
 
-// The whole file, decompressed when it is gzip (gzread passes plain files through).
+// The whole file, decompressed when it is gzip, within io::input_file's bounds.
 std::string read_file(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    throw trace_error(kRead + path +
-                      ": cannot open: " + (errno != 0 ? std::strerror(errno) : "out of memory"));
-  }
-  gzbuffer(file, 1 << 17);
+  io::input_file file(path);
   std::string text;
   std::array<char, 1 << 16> chunk{};
-  while (true) {
-    const int count = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()));
-    if (count > 0) {
-      // No trace format has a NUL byte: stop at once on binary input (/dev/zero, a
-      // gzip bomb of zeros) rather than read it whole.
-      if (const void* nul = std::memchr(chunk.data(), 0, static_cast<std::size_t>(count))) {
-        const auto before = static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data());
-        text.append(chunk.data(), before);
-        gzclose(file);
-        fail_at(path, static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1,
-                "a NUL byte: not a trace");
-      }
-      text.append(chunk.data(), static_cast<std::size_t>(count));
-      continue;
+  const auto line_so_far = [&] {
+    return static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  };
+  while (const std::size_t count = file.read(chunk.data(), chunk.size())) {
+    // No trace format has a NUL byte: stop at once on binary input (/dev/zero, a
+    // gzip bomb of zeros) rather than read it whole.
+    if (const void* nul = std::memchr(chunk.data(), 0, count)) {
+      text.append(chunk.data(),
+                  static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data()));
+      fail_at(path, line_so_far(), "a NUL byte: not a trace");
     }
-    int error_number = Z_OK;
-    const char* message = gzerror(file, &error_number);
-    if (count < 0 || (error_number != Z_OK && error_number != Z_STREAM_END)) {
-      const std::uint64_t line =
-          static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-      std::string what = error_number == Z_BUF_ERROR    ? "truncated gzip stream"
-                         : error_number == Z_DATA_ERROR ? "corrupt gzip stream"
-                         : error_number == Z_ERRNO      ? "read error"
-                                                        : "gzip error";
-      std::string detail = error_number == Z_ERRNO ? std::strerror(errno) : message;
-      // zlib puts the path in front of its message; the prefix already has it.
-      if (detail.starts_with(path + ": ")) detail.erase(0, path.size() + 2);
-      what += " (" + detail + ")";
-      gzclose(file);
-      fail_at(path, line, what);
-    }
-    break;
+    text.append(chunk.data(), count);
   }
-  gzclose(file);
+  if (file.get_status() == io::input_file::status::cannot_open) {
+    throw trace_error(kRead + path + ": " + file.describe());
+  }
+  if (file.get_status() != io::input_file::status::end)
+    fail_at(path, line_so_far(), file.describe());
   return text;
 }
 

@@ -70,10 +70,17 @@ TEST(PlannerInstance, ErrorsNameTheFunctionFileAndLine) {
   EXPECT_NE(parse_error("").find("missing the header"), std::string::npos);
   EXPECT_NE(parse_error("id,lower,upper,size\n0,1,4,5.5\n").find("A.csv:2:"), std::string::npos);
   // Input in a message is cut short and shows no control bytes.
-  const std::string flood = parse_error("\x1b[31m" + std::string(1 << 20, 'x') + "\n");
+  const std::string flood = parse_error("\x1b[31m" + std::string(100000, 'x') + "\n");
   EXPECT_LT(flood.size(), 200u);
   EXPECT_EQ(flood.find('\x1b'), std::string::npos);
   EXPECT_NE(flood.find("got '?[31mxxx"), std::string::npos) << flood;
+  // Lines past 1 MiB and NUL bytes: not an instance.
+  EXPECT_NE(parse_error("id,lower,upper,size\n" + std::string(2 << 20, '1') + "\n")
+                .find("A.csv:2: a line longer than 1 MiB"),
+            std::string::npos);
+  EXPECT_NE(
+      parse_error(std::string("id,lower,upper,size\n0,1,4,5\0\n", 28)).find("A.csv:2: a NUL byte"),
+      std::string::npos);
   // Sizes whose sum would overflow offsets and heights.
   EXPECT_NE(parse_error("id,lower,upper,size\n0,0,10,4611686018427387904\n"
                         "1,0,10,4611686018427387904\n")
