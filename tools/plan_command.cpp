@@ -6,6 +6,7 @@
 //
 // Exit status: 0 with a plan; 1 when the input cannot be read; 2 when no plan within
 // --capacity was found in the time limit; 3 if the plan failed validation (a bug).
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -142,6 +143,19 @@ void run_plan(const plan_settings& settings) {
 
 }  // namespace
 
+// A height the planner can hold: a whole number from 1 to 2^62 (CLI11 would turn a
+// larger one into 2^63 - 1 without a word).
+const CLI::Validator kPlanBytes(
+    [](std::string& text) -> std::string {
+      std::int64_t value = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (error == std::errc() && end == text.data() + text.size() && value >= 1 &&
+          value <= planner::kMaxTotalBytes)
+        return {};
+      return "'" + text + "' is not a whole number of bytes from 1 to 2^62";
+    },
+    "BYTES");
+
 void add_plan_command(CLI::App& app) {
   auto settings = std::make_shared<plan_settings>();
   CLI::App* command = app.add_subcommand(
@@ -154,7 +168,7 @@ void add_plan_command(CLI::App& app) {
   command
       ->add_option("--capacity", settings->capacity,
                    "Find a plan whose height is at most this many bytes, or exit 2")
-      ->check(CLI::PositiveNumber);
+      ->check(kPlanBytes);
   command->add_option("--time-limit", settings->time_limit_seconds, "Seconds of search at most")
       ->check(kFiniteNumber & CLI::NonNegativeNumber)
       ->capture_default_str();

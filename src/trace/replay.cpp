@@ -80,12 +80,23 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
                          replay_result& result, AfterEvent&& after_event) {
   allocator& memory = *setup.memory;
   const event* events = trace.events.data();
+  // A request above the device's largest buffer is bad input to the allocator; to a
+  // replay it is a device too small, as any out-of-memory (exit 2, with a report).
+  const std::size_t largest = memory.get_backend().get_facts().max_buffer;
   std::uint64_t index = first;
   try {
     for (; index < stop; ++index) {
       const event& e = events[index];
       const queue_id queue = setup.queue_of_stream[e.stream];
       if (e.kind == action::allocate) {
+        if (e.size > largest) [[unlikely]] {
+          result.completed = false;
+          result.failure = "[memkit::trace::replay] a request of " + std::to_string(e.size) +
+                           " bytes is larger than the device's largest buffer (" +
+                           std::to_string(largest) + " bytes)";
+          result.failed_line = e.line;
+          return index;
+        }
         addresses[e.block] = memory.allocate(e.size, queue).address;
       } else {
         memory.free(addresses[e.block]);
