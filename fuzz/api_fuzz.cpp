@@ -2,12 +2,16 @@
 // sim device behind a fault injection adaptor, checked call by call against the
 // reference model (tests/reliability/reference_model.hpp) with validation on.
 //
-// Input: byte 0 picks the setup (queues, policy, fence lag); then each call is one
-// opcode byte followed by the bytes its arguments need.
+// Input: byte 0 picks the setup (queues, policy, fence lag), byte 1 the device
+// (granularity, capacity); then each call is one opcode byte followed by the bytes
+// its arguments need.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
+#include <stdexcept>
+#include <string>
 
 #include "reliability/reference_model.hpp"
 
@@ -42,11 +46,26 @@ void print_totals() {
                static_cast<unsigned long long>(total_calls));
 }
 
+// Devices as odd as a user may describe: pages from one byte to 2 MiB, a size that
+// is not a power of two (refused, with a clear error), capacities up to 2^60.
+constexpr std::size_t kGranularities[] = {2 * MiB, 4096, 64 << 10, 1, 512, 3 * MiB};
+constexpr std::size_t kCapacities[] = {48 * MiB, std::size_t{1} << 30, std::size_t{1} << 60};
+
 void run(input& in) {
   const std::uint8_t setup = in.byte();
+  const std::uint8_t device_setup = in.byte();
   sim_options o;
-  o.capacity = 48 * MiB;
+  o.capacity = kCapacities[(device_setup >> 4) % std::size(kCapacities)];
+  o.granularity = kGranularities[device_setup % std::size(kGranularities)];
   o.queue_count = 1 + setup % 3;
+  if (o.granularity & (o.granularity - 1)) {
+    try {
+      sim_backend refused(o);
+    } catch (const invalid_argument& e) {
+      if (std::string(e.what()).find("is not a power of two") != std::string::npos) return;
+    }
+    throw std::logic_error("a granularity that is not a power of two was not refused clearly");
+  }
   sim_backend device(o);
   fault_injection_options fo;
   fo.completion_lag = (setup >> 3) & 3;

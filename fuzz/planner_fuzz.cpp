@@ -36,6 +36,17 @@ void check_instance(const memkit::planner::instance& inst) {
     check(static_cast<bool>(memkit::planner::validate(inst, p)), "the greedy plan is invalid");
     check(memkit::planner::height(inst, p) >= memkit::planner::load(inst), "height below LOAD");
   }
+  // The whole solve, with no time (every pass cut short) or a little: a valid plan.
+  if (inst.buffers.size() <= 4096) {
+    for (const double seconds : {0.0, 0.002}) {
+      memkit::planner::options opts;
+      opts.time_limit_seconds = seconds;
+      const memkit::planner::result r = memkit::planner::solve(inst, opts);
+      check(static_cast<bool>(memkit::planner::validate(inst, r.best)), "solve's plan is invalid");
+      check(r.height_bytes == memkit::planner::height(inst, r.best), "solve misstates the height");
+      check(r.height_bytes >= r.load_bytes, "solve's height below LOAD");
+    }
+  }
 }
 
 template <class F>
@@ -67,6 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size > 0) std::fwrite(data, 1, size, f);  // data may be null when size is 0
     std::fclose(f);
     expect_clear_errors([&] { return memkit::planner::read_instance(path); });
+    // The same bytes as a memkit trace (plan --from-trace).
+    expect_clear_errors([&] { return memkit::planner::instance_from_trace(path); });
     std::remove(path.c_str());
   }
   return 0;

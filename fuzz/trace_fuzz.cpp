@@ -3,6 +3,7 @@
 // the text is also parsed in memory. A malformed trace must raise trace_error with a
 // message naming the reader; a trace read must be self-consistent.
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -48,6 +49,36 @@ void expect_clear_errors(F&& read) {
   // Anything else escapes: libFuzzer reports it as a crash.
 }
 
+std::string gzip(const std::uint8_t* data, std::size_t size) {
+  z_stream z{};
+  if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) std::abort();
+  std::string out(deflateBound(&z, static_cast<uLong>(size)) + 32, '\0');
+  z.next_in = const_cast<Bytef*>(data);
+  z.avail_in = static_cast<uInt>(size);
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  if (deflate(&z, Z_FINISH) != Z_STREAM_END) std::abort();
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string frame_as_gzip(const std::uint8_t* data, std::size_t size, std::uint8_t how) {
+  std::string framed = gzip(data, size);
+  switch (how % 4) {
+    case 1:  // truncated
+      framed.resize(framed.size() * (how >> 2) / 64);
+      break;
+    case 2:  // stray bytes after the member
+      framed += std::string(1 + how % 7, static_cast<char>(how));
+      break;
+    case 3:  // two members: the same text twice
+      framed += gzip(data, size);
+      break;
+  }
+  return framed;
+}
+
 std::string temp_path() {
   const char* dir = std::getenv("TMPDIR");
   return std::string(dir ? dir : "/tmp") + "/memkit_trace_fuzz_" + std::to_string(getpid()) +
@@ -61,7 +92,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   expect_clear_errors([&] { return memkit::trace::parse(text, "fuzz.csv"); });
   static const std::string path = temp_path();
   if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
-    if (size > 0) std::fwrite(data, 1, size, f);  // data may be null when size is 0
+    if (size > 1 && data[0] == 'Z') {
+      // Gzip framing: the rest compressed, then cut or followed by stray bytes or
+      // a second member, as byte 1 says.
+      const std::string framed = frame_as_gzip(data + 2, size - 2, data[1]);
+      std::fwrite(framed.data(), 1, framed.size(), f);
+    } else if (size > 0) {
+      std::fwrite(data, 1, size, f);  // data may be null when size is 0
+    }
     std::fclose(f);
     expect_clear_errors([&] { return memkit::trace::read(path); });
     std::remove(path.c_str());

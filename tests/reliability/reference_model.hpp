@@ -303,8 +303,9 @@ class api_driver {
     std::size_t s = size <= (std::size_t{1} << 20) ? round_up_to(std::size_t{2} << 20, g)
                                                    : round_up_to(size, g);
     if (s > f.max_buffer) s = std::max(size, f.max_buffer);
-    // An arena block need not start on a page: it may touch one page more.
-    if (size > (std::size_t{1} << 20) && f.virtual_memory) s += g;
+    // An arena block need not start on a page: it may touch one page more (pages
+    // are at least 4 KiB, src/allocator/arena.cpp).
+    if (size > (std::size_t{1} << 20) && f.virtual_memory) s += round_up_to(4096, g);
     return s;
   }
 

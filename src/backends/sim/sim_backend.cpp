@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "memkit/backends/sim.hpp"
@@ -37,9 +38,10 @@ address_t sim_backend::allocate_segment(std::size_t bytes) {
     counters_.failed_allocs++;
     return 0;
   }
-  const std::size_t g = facts_.granularity;
+  // Segments start on granules and on the device's alignment, whichever is coarser.
+  const std::size_t g = std::max<std::size_t>(facts_.granularity, facts_.alignment);
   const address_t address = next_address_;
-  // Leave a gap of one granule so that adjacent segments are never contiguous.
+  // Leave a gap of one unit so that adjacent segments are never contiguous.
   next_address_ += (bytes + g - 1) / g * g + g;
   segments_.emplace(address, bytes);
   counters_.segment_allocs++;

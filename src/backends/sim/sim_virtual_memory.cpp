@@ -40,9 +40,11 @@ address_t sim_backend::reserve_range(std::size_t bytes) {
   if (bytes == 0 || bytes % g) refuse("reserve_range", "size is not a multiple of the granularity");
   // No addresses past the top of the address space; nothing is kept per granule,
   // so a huge reservation costs no host memory.
-  if (bytes > ~address_t{0} - g - next_address_) return 0;
+  // The next segment or range starts on the coarser of granule and alignment.
+  const std::size_t unit = std::max<std::size_t>(g, facts_.alignment);
+  if (bytes > ~address_t{0} - next_address_ - 2 * unit) return 0;
   const address_t base = next_address_;
-  next_address_ += bytes + g;
+  next_address_ += (bytes + g + unit - 1) / unit * unit;
   ranges_.push_back({base, bytes, {}});
   counters_.ranges_reserved++;
   counters_.simulated_ns += options_.reserve_ns;
