@@ -155,7 +155,8 @@ class allocator {
   // The real size of a live block.
   std::size_t get_size(address_t address) const;
 
-  // Limits. Each setter returns the previous value.
+  // Limits. Each setter returns the previous value. set_memory_limit(0) allows no
+  // memory at all (allocator_options::memory_limit = 0 means the capacity instead).
   std::size_t set_memory_limit(std::size_t bytes);
   std::size_t set_cache_limit(std::size_t bytes);
   std::size_t set_wired_limit(std::size_t bytes);  // above the backend's max_wired: throws
