@@ -75,6 +75,9 @@ struct buffer {
 // The buffers' sizes sum to at most kMaxTotalBytes, so that every offset and height
 // fits in 64 bits; the readers and solve() refuse larger instances.
 inline constexpr std::int64_t kMaxTotalBytes = std::int64_t{1} << 62;
+// Buffers an instance may have (12x the largest real one known, gpt2_generate's
+// 677k): past it the readers refuse the input rather than spend minutes and GBs.
+inline constexpr std::size_t kMaxBuffers = std::size_t{1} << 23;
 
 struct instance {
   std::vector<buffer> buffers;

@@ -50,6 +50,10 @@ struct event {
   std::uint64_t line = 0;    // where the event is in the file, for messages
 };
 
+// Allocations a trace may have (12x the largest real one known): the readers
+// refuse more, naming the line, rather than spend minutes and GBs.
+inline constexpr std::uint64_t kMaxAllocations = std::uint64_t{1} << 23;
+
 struct trace_data {
   std::string path;  // as given
   std::string name;  // metadata `workload`, else the file name without extensions

@@ -21,6 +21,8 @@ namespace memkit::planner {
 namespace {
 
 constexpr const char* kTotalTooLarge = "the buffers' sizes sum past 2^62 bytes";
+const std::string kTooManyBuffers =
+    "more than " + std::to_string(kMaxBuffers) + " buffers: not an instance the planner takes";
 constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;  // a trace line is far shorter
 
 std::string_view trim(std::string_view text) {
@@ -122,6 +124,8 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
                           "duplicate id " + std::to_string(b.id) + " (first on line " +
                               std::to_string(it->second) + ")");
     }
+    if (result.buffers.size() == kMaxBuffers)
+      throw located_error(function, name, line_number, kTooManyBuffers);
     result.buffers.push_back(b);
   }
   if (in.bad()) throw located_error(function, name, line_number, "read error");
@@ -263,6 +267,8 @@ instance instance_from_trace(const std::string& path) {
       }
       total += size;
       if (size > 0) {
+        if (result.buffers.size() == kMaxBuffers)
+          throw located_error(kFunction, path, line_number, kTooManyBuffers);
         live.emplace(id, open_block{result.buffers.size(), line_number});
         result.buffers.push_back(
             buffer{static_cast<std::int64_t>(result.buffers.size()), event_index, -1, size});

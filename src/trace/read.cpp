@@ -85,6 +85,10 @@ class trace_builder {
       fail(line, "allocation of " + describe(key) + ", which is live (allocated at line " +
                      std::to_string(it->second.line) + ")");
     }
+    if (trace_.allocations == kMaxAllocations) {
+      fail(line, "more than " + std::to_string(kMaxAllocations) +
+                     " allocations: past what a replay takes");
+    }
     it->second = {true, trace_.allocations, line};
     trace_.events.push_back(
         {action::allocate, stream_number(stream), trace_.allocations, size, line});
