@@ -193,13 +193,17 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
     return static_cast<std::int64_t>(end_section_[b] - first_section_[b]);
   };
   // Long-lived buffers constrain the most sections; large ones are hardest to fit late.
+  // Areas (time x bytes) go past 2^63: they are compared as doubles.
+  const auto area = [&](std::int64_t time, std::uint32_t b) {
+    return static_cast<double>(time) * static_cast<double>(size_[b]);
+  };
   orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(span(b), size_[b]); }));
   orders_.push_back(
-      make_order([&](std::uint32_t b) { return std::pair(time_span[b] * size_[b], span(b)); }));
+      make_order([&](std::uint32_t b) { return std::pair(area(time_span[b], b), span(b)); }));
   orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(time_span[b], size_[b]); }));
   orders_.push_back(make_order([&](std::uint32_t b) { return std::pair(size_[b], span(b)); }));
   orders_.push_back(
-      make_order([&](std::uint32_t b) { return std::pair(span(b) * size_[b], size_[b]); }));
+      make_order([&](std::uint32_t b) { return std::pair(area(span(b), b), size_[b]); }));
   identity_.resize(n);
   {
     const std::vector<std::uint32_t>& order = orders_.front();
