@@ -8,4 +8,3 @@ scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"${MEMKIT_JOBS:-2}" --target memkit_cli
 build/memkit replay data/traces/resnet50_train.trace.csv.gz --min-capacity --html report.html
-echo "report: $(pwd)/report.html"

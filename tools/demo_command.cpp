@@ -15,7 +15,7 @@ void add_demo_command(CLI::App& app) {
   auto backend_name = std::make_shared<std::string>("cpu");
   auto rounds = std::make_shared<int>(1000);
   cmd->add_option("--backend", *backend_name, "cpu or sim")->check(CLI::IsMember({"cpu", "sim"}));
-  cmd->add_option("--rounds", *rounds, "allocate+free rounds");
+  cmd->add_option("--rounds", *rounds, "allocate+free rounds")->check(CLI::Range(1, 1000000000));
   cmd->callback([backend_name, rounds] {
     std::unique_ptr<backend> device;
     if (*backend_name == "sim")

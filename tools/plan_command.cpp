@@ -159,7 +159,9 @@ const CLI::Validator kPlanBytes(
 void add_plan_command(CLI::App& app) {
   auto settings = std::make_shared<plan_settings>();
   CLI::App* command = app.add_subcommand(
-      "plan", "Assign static offsets to a whole schedule of buffers, close to LOAD");
+      "plan",
+      "Assign static offsets to a whole schedule of buffers (id, lower, upper, size), as low as "
+      "LOAD: the most bytes live at one moment, which no plan can go below");
   command->add_option(
       "instance", settings->instance_path,
       "Instance CSV with the header id,lower,upper,size (lifetimes [lower, upper))");

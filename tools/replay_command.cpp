@@ -266,8 +266,14 @@ void print_table(const trace::report_section& section) {
     line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
     line("", result.failure);
   }
-  line("peak live", mib(result.peak_live_bytes));
-  line("peak reserved", times_live(result.peak_reserved_bytes));
+  if (result.completed) {
+    line("peak live", mib(result.peak_live_bytes));
+    line("peak reserved", times_live(result.peak_reserved_bytes));
+  } else {
+    // The run stopped before the trace's peak: a ratio to it would mean nothing.
+    line("peak live", mib(result.peak_live_bytes) + " (the whole trace's; not reached)");
+    line("peak reserved", mib(result.peak_reserved_bytes) + " (until the failure)");
+  }
   if (section.min_capacity) {
     line("min capacity", times_live(section.min_capacity->min_capacity_bytes) + "  (" +
                              std::to_string(section.min_capacity->probes) + " replays)");
