@@ -27,16 +27,21 @@ if(CUDAToolkit_VERSION VERSION_LESS 12.5)
 endif()
 message(STATUS "memkit: cuda backend on (CUDA ${CUDAToolkit_VERSION} at ${CUDAToolkit_LIBRARY_DIR})")
 
-file(GLOB memkit_cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cpp)
-target_sources(memkit PRIVATE ${memkit_cuda_sources})
-target_link_libraries(memkit PUBLIC CUDA::cudart_static)
-target_compile_definitions(memkit PUBLIC MEMKIT_HAVE_CUDA=1)
+memkit_add_layer(cuda SOURCES
+  src/backends/cuda/cuda_backend.cpp src/backends/cuda/cuda_peers.cpp
+  src/backends/cuda/cuda_queues.cpp src/backends/cuda/cuda_sharing.cpp
+  src/backends/cuda/cuda_transfers.cpp src/backends/cuda/cuda_virtual_memory.cpp
+  src/backends/cuda/driver_api.cpp)
+# memkit/backends/cuda.hpp does not include the toolkit's headers: the runtime is
+# linked, not part of the interface (programs that call CUDA themselves link it).
+target_link_libraries(memkit_cuda PUBLIC memkit_backend PRIVATE CUDA::cudart_static)
+target_compile_definitions(memkit_cuda PUBLIC MEMKIT_HAVE_CUDA=1)
 
 # The drop-in allocator for PyTorch's CUDAPluggableAllocator.
 add_library(memkit_torch SHARED ${PROJECT_SOURCE_DIR}/integrations/pytorch/memkit_torch.cpp)
 target_include_directories(memkit_torch PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(memkit_torch PRIVATE ${memkit_warnings})
-target_link_libraries(memkit_torch PRIVATE memkit)
+target_link_libraries(memkit_torch PRIVATE memkit CUDA::cudart_static)
 set_target_properties(memkit_torch PROPERTIES CXX_VISIBILITY_PRESET hidden)
 # Keep the static runtime's symbols inside: the process has PyTorch's own runtime.
 target_link_options(memkit_torch PRIVATE -Wl,--exclude-libs,ALL)
@@ -47,7 +52,7 @@ if(MEMKIT_BENCH)
   add_executable(memkit_gpu_bench ${PROJECT_SOURCE_DIR}/bench/gpu/gpu_allocators_bench.cpp)
   target_include_directories(memkit_gpu_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(memkit_gpu_bench PRIVATE ${memkit_warnings})
-  target_link_libraries(memkit_gpu_bench PRIVATE memkit)
+  target_link_libraries(memkit_gpu_bench PRIVATE memkit CUDA::cudart_static)
   # libc10_cuda brings its own shared runtime: do not export ours over it.
   target_link_options(memkit_gpu_bench PRIVATE -Wl,--exclude-libs,ALL)
   set(MEMKIT_TORCH_DIR "" CACHE PATH "PyTorch package folder (with include/ and lib/) for the GPU benchmark")
@@ -83,7 +88,7 @@ if(MEMKIT_BENCH)
     add_executable(memkit_nccl_bench ${PROJECT_SOURCE_DIR}/bench/multi_gpu/nccl_allreduce_bench.cpp)
     target_include_directories(memkit_nccl_bench PRIVATE ${PROJECT_SOURCE_DIR}/src ${MEMKIT_NCCL_INCLUDE_DIR})
     target_compile_options(memkit_nccl_bench PRIVATE ${memkit_warnings})
-    target_link_libraries(memkit_nccl_bench PRIVATE memkit ${CMAKE_DL_LIBS})
+    target_link_libraries(memkit_nccl_bench PRIVATE memkit CUDA::cudart_static ${CMAKE_DL_LIBS})
   else()
     message(STATUS "memkit: NCCL benchmark off (no nccl.h under ${CUDAToolkit_INCLUDE_DIRS})")
   endif()

@@ -10,8 +10,11 @@ if(MEMKIT_FUZZ AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   set(MEMKIT_FUZZ OFF)
 endif()
 if(MEMKIT_FUZZ)
-  # Coverage for the library too, so the fuzzer sees inside the allocator.
-  target_compile_options(memkit PRIVATE -fsanitize=fuzzer-no-link)
+  # Coverage for the layers too, so the fuzzer sees inside the allocator.
+  get_property(memkit_fuzzed_layers GLOBAL PROPERTY memkit_layers)
+  foreach(layer ${memkit_fuzzed_layers})
+    target_compile_options(${layer} PRIVATE -fsanitize=fuzzer-no-link)
+  endforeach()
 endif()
 
 if(MEMKIT_TESTS)

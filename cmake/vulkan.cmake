@@ -25,15 +25,20 @@ else()
       VERBATIM)
     list(APPEND memkit_spirv_headers ${header})
   endforeach()
-  file(GLOB memkit_vulkan_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backends/vulkan/*.cpp)
-  target_sources(memkit PRIVATE ${memkit_vulkan_sources} ${memkit_spirv_headers})
-  target_include_directories(memkit PRIVATE ${memkit_spirv_dir})
-  target_link_libraries(memkit PRIVATE Vulkan::Vulkan)
-  target_compile_definitions(memkit PUBLIC MEMKIT_HAVE_VULKAN=1)
+  memkit_add_layer(vulkan SOURCES
+    src/backends/vulkan/vulkan_device.cpp src/backends/vulkan/vulkan_kernels.cpp
+    src/backends/vulkan/vulkan_memory.cpp src/backends/vulkan/vulkan_queue.cpp
+    ${memkit_spirv_headers})
+  target_include_directories(memkit_vulkan PRIVATE ${memkit_spirv_dir})
+  target_link_libraries(memkit_vulkan PUBLIC memkit_backend PRIVATE Vulkan::Vulkan)
+  target_compile_definitions(memkit_vulkan PUBLIC MEMKIT_HAVE_VULKAN=1)
 endif()
 
 # The framework examples run on every backend present, Vulkan among them, so they
 # are built here (examples/framework_*.cpp, one program each).
+if(NOT MEMKIT_EXAMPLES)
+  return()
+endif()
 file(GLOB memkit_framework_examples CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/framework_*.cpp)
 foreach(example ${memkit_framework_examples})
   get_filename_component(example_name ${example} NAME_WE)

@@ -1,11 +1,14 @@
 // memkit: the command-line tool. Subcommands are registered from tools/*_command.cpp.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.hpp"
+#include "memkit/version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"memkit: a device-memory manager for array and tensor frameworks"};
+  app.set_version_flag("--version", std::string("memkit ") + memkit::version_string);
   app.require_subcommand(1);
   memkit::tools::add_demo_command(app);
   memkit::tools::add_replay_command(app);

@@ -1,10 +1,19 @@
 // The C API: exceptions become status codes and a thread-local message.
+#include <cmath>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "capi/c_statistics.hpp"
 #include "memkit/memkit.h"
 #include "memkit/memkit.hpp"
+#include "memkit/version.hpp"
+#if MEMKIT_HAVE_CUDA
+#include "memkit/backends/cuda.hpp"
+#endif
+#if MEMKIT_HAVE_VULKAN
+#include "memkit/backends/vulkan.hpp"
+#endif
 
 struct memkit_backend {
   std::unique_ptr<memkit::backend> impl;
@@ -15,24 +24,46 @@ struct memkit_allocator {
 
 namespace {
 
+// A backend that this build lacks or whose device is missing.
+class unavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 thread_local std::string last_error;
 
+void set_last_error(const char* message) noexcept {
+  try {
+    last_error = message;
+  } catch (...) {
+    last_error.clear();  // no memory for the message: an empty one rather than a stale one
+  }
+}
+
+// Runs f; a success clears the thread's last error, a failure sets it.
 template <class F>
-memkit_status guarded(F&& f) {
+memkit_status guarded(F&& f) noexcept {
   try {
     f();
+    last_error.clear();
     return MEMKIT_OK;
   } catch (const memkit::out_of_memory& e) {
-    last_error = e.what();
+    set_last_error(e.what());
     return MEMKIT_OUT_OF_MEMORY;
   } catch (const std::invalid_argument& e) {
-    last_error = e.what();
+    set_last_error(e.what());
     return MEMKIT_INVALID_ARGUMENT;
+  } catch (const unavailable& e) {
+    set_last_error(e.what());
+    return MEMKIT_UNAVAILABLE;
   } catch (const std::bad_alloc&) {
-    last_error = "[memkit] the host ran out of memory";
+    set_last_error("[memkit] the host ran out of memory");
     return MEMKIT_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
-    last_error = e.what();
+    set_last_error(e.what());
+    return MEMKIT_INTERNAL_ERROR;
+  } catch (...) {
+    set_last_error("[memkit] an unknown exception");
     return MEMKIT_INTERNAL_ERROR;
   }
 }
@@ -44,9 +75,46 @@ void require(const void* pointer, const char* function, const char* name) {
   }
 }
 
+memkit::allocator_options to_options(const memkit_allocator_options& c) {
+  const char* function = "memkit_allocator_create_with_options";
+  memkit::allocator_options options;
+  switch (c.policy) {
+    case MEMKIT_POLICY_AUTOMATIC:
+      options.policy = memkit::pool_policy::automatic;
+      break;
+    case MEMKIT_POLICY_SEGMENTS:
+      options.policy = memkit::pool_policy::segments;
+      break;
+    case MEMKIT_POLICY_ARENA:
+      options.policy = memkit::pool_policy::arena;
+      break;
+    default:
+      throw memkit::invalid_argument(std::string("[") + function + "] policy " +
+                                     std::to_string(static_cast<int>(c.policy)) +
+                                     " is not a memkit_policy");
+  }
+  if (!std::isfinite(c.arena_slack) || c.arena_slack < 0) {
+    throw memkit::invalid_argument(std::string("[") + function + "] arena_slack " +
+                                   std::to_string(c.arena_slack) + " is not a finite number >= 0");
+  }
+  options.memory_limit = c.memory_limit;
+  options.cache_limit = c.cache_limit;
+  options.wired_limit = c.wired_limit;
+  options.arena_slack = c.arena_slack;
+  options.validate = c.validate != 0;
+  options.thread_cache = c.thread_cache != 0;
+  options.plan_loops = c.plan_loops != 0;
+  return options;
+}
+
 }  // namespace
 
 extern "C" {
+
+const char* memkit_version(void) {
+  last_error.clear();
+  return memkit::version_string;
+}
 
 memkit_backend* memkit_cpu_backend_create(void) {
   memkit_backend* backend = nullptr;
@@ -65,7 +133,77 @@ memkit_backend* memkit_sim_backend_create(size_t capacity, size_t granularity) {
   return backend;
 }
 
-void memkit_backend_destroy(memkit_backend* backend) { delete backend; }
+memkit_status memkit_cuda_backend_create(int device, memkit_cuda_memory memory,
+                                         memkit_backend** out) {
+  return guarded([&] {
+    require(out, "memkit_cuda_backend_create", "out");
+    *out = nullptr;
+#if MEMKIT_HAVE_CUDA
+    memkit::cuda_options options;
+    options.device = device;
+    switch (memory) {
+      case MEMKIT_CUDA_DEVICE:
+        options.memory = memkit::cuda_memory::device;
+        break;
+      case MEMKIT_CUDA_MANAGED:
+        options.memory = memkit::cuda_memory::unified;
+        break;
+      case MEMKIT_CUDA_PINNED_HOST:
+        options.memory = memkit::cuda_memory::pinned_host;
+        break;
+      default:
+        throw memkit::invalid_argument("[memkit_cuda_backend_create] memory " +
+                                       std::to_string(static_cast<int>(memory)) +
+                                       " is not a memkit_cuda_memory");
+    }
+    const memkit::cuda_availability availability = memkit::check_cuda_device(device);
+    if (!availability.available) {
+      throw unavailable("[memkit_cuda_backend_create] " + availability.reason);
+    }
+    *out = new memkit_backend{std::make_unique<memkit::cuda_backend>(options)};
+#else
+    (void)device;
+    (void)memory;
+    throw unavailable("[memkit_cuda_backend_create] this build of memkit has no CUDA backend");
+#endif
+  });
+}
+
+memkit_status memkit_vulkan_backend_create(int device_index, int webgpu_compatible,
+                                           memkit_backend** out) {
+  return guarded([&] {
+    require(out, "memkit_vulkan_backend_create", "out");
+    *out = nullptr;
+#if MEMKIT_HAVE_VULKAN
+    memkit::vulkan_options options;
+    options.device_index = device_index;
+    options.webgpu_compatible = webgpu_compatible != 0;
+    try {
+      *out = new memkit_backend{std::make_unique<memkit::vulkan_backend>(options)};
+    } catch (const memkit::vulkan_unavailable& e) {
+      throw unavailable(std::string("[memkit_vulkan_backend_create] ") + e.what());
+    }
+#else
+    (void)device_index;
+    (void)webgpu_compatible;
+    throw unavailable("[memkit_vulkan_backend_create] this build of memkit has no Vulkan backend");
+#endif
+  });
+}
+
+void memkit_backend_destroy(memkit_backend* backend) {
+  guarded([&] { delete backend; });
+}
+
+memkit_status memkit_allocator_options_init(memkit_allocator_options* options) {
+  return guarded([&] {
+    require(options, "memkit_allocator_options_init", "options");
+    const memkit::allocator_options defaults;
+    *options = memkit_allocator_options{
+        MEMKIT_POLICY_AUTOMATIC, defaults.memory_limit, defaults.cache_limit,  defaults.wired_limit,
+        defaults.arena_slack,    defaults.validate,     defaults.thread_cache, defaults.plan_loops};
+  });
+}
 
 memkit_allocator* memkit_allocator_create(memkit_backend* backend) {
   memkit_allocator* allocator = nullptr;
@@ -76,14 +214,30 @@ memkit_allocator* memkit_allocator_create(memkit_backend* backend) {
   return allocator;
 }
 
-void memkit_allocator_destroy(memkit_allocator* allocator) { delete allocator; }
+memkit_status memkit_allocator_create_with_options(memkit_backend* backend,
+                                                   const memkit_allocator_options* options,
+                                                   memkit_allocator** out) {
+  return guarded([&] {
+    require(out, "memkit_allocator_create_with_options", "out");
+    *out = nullptr;
+    require(backend, "memkit_allocator_create_with_options", "backend");
+    const memkit::allocator_options converted =
+        options ? to_options(*options) : memkit::allocator_options{};
+    *out = new memkit_allocator{memkit::allocator(*backend->impl, converted)};
+  });
+}
+
+void memkit_allocator_destroy(memkit_allocator* allocator) {
+  guarded([&] { delete allocator; });
+}
 
 memkit_status memkit_allocate(memkit_allocator* allocator, size_t bytes, uint32_t queue,
                               uint64_t* address, size_t* size) {
   return guarded([&] {
     require(allocator, "memkit_allocate", "allocator");
+    require(address, "memkit_allocate", "address");
     const memkit::allocation a = allocator->impl.allocate(bytes, queue);
-    if (address) *address = a.address;
+    *address = a.address;
     if (size) *size = a.size;
   });
 }
@@ -128,6 +282,30 @@ memkit_status memkit_set_wired_limit(memkit_allocator* allocator, size_t bytes, 
   });
 }
 
+memkit_status memkit_get_memory_limit(const memkit_allocator* allocator, size_t* out) {
+  return guarded([&] {
+    require(allocator, "memkit_get_memory_limit", "allocator");
+    require(out, "memkit_get_memory_limit", "out");
+    *out = allocator->impl.get_memory_limit();
+  });
+}
+
+memkit_status memkit_get_cache_limit(const memkit_allocator* allocator, size_t* out) {
+  return guarded([&] {
+    require(allocator, "memkit_get_cache_limit", "allocator");
+    require(out, "memkit_get_cache_limit", "out");
+    *out = allocator->impl.get_cache_limit();
+  });
+}
+
+memkit_status memkit_get_wired_limit(const memkit_allocator* allocator, size_t* out) {
+  return guarded([&] {
+    require(allocator, "memkit_get_wired_limit", "allocator");
+    require(out, "memkit_get_wired_limit", "out");
+    *out = allocator->impl.get_wired_limit();
+  });
+}
+
 memkit_status memkit_get_statistics(const memkit_allocator* allocator, memkit_statistics* out) {
   return guarded([&] {
     require(allocator, "memkit_get_statistics", "allocator");
@@ -147,6 +325,41 @@ memkit_status memkit_clear_cache(memkit_allocator* allocator) {
   return guarded([&] {
     require(allocator, "memkit_clear_cache", "allocator");
     allocator->impl.clear_cache();
+  });
+}
+
+memkit_status memkit_snapshot_create(const memkit_allocator* allocator, memkit_snapshot** out) {
+  return guarded([&] {
+    require(out, "memkit_snapshot_create", "out");
+    *out = nullptr;
+    require(allocator, "memkit_snapshot_create", "allocator");
+    const std::vector<memkit::segment_view> views = allocator->impl.calculate_segments();
+    std::size_t block_count = 0;
+    for (const memkit::segment_view& v : views) block_count += v.blocks.size();
+    // Three allocations, given back together by memkit_snapshot_destroy.
+    auto snapshot = std::make_unique<memkit_snapshot>();
+    auto segments = std::make_unique<memkit_segment_record[]>(views.size());
+    auto blocks = std::make_unique<memkit_block_record[]>(block_count);
+    std::size_t next_block = 0;
+    for (std::size_t i = 0; i < views.size(); ++i) {
+      const memkit::segment_view& v = views[i];
+      segments[i] = memkit_segment_record{v.base, v.size, v.small, v.blocks.size(),
+                                          blocks.get() + next_block};
+      for (const memkit::block_view& b : v.blocks) {
+        blocks[next_block++] = memkit_block_record{b.offset, b.size, b.requested, b.live};
+      }
+    }
+    *snapshot = memkit_snapshot{views.size(), segments.release(), block_count, blocks.release()};
+    *out = snapshot.release();
+  });
+}
+
+void memkit_snapshot_destroy(memkit_snapshot* snapshot) {
+  guarded([&] {
+    if (!snapshot) return;
+    delete[] snapshot->segments;
+    delete[] snapshot->blocks;
+    delete snapshot;
   });
 }
 

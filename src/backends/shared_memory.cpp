@@ -1,3 +1,5 @@
+// shared_memory (include/memkit/sharing.hpp): the value a backend's export_memory
+// returns, so it belongs with the backend interface, below every layer that uses it.
 #include <unistd.h>
 
 #include <cstring>
