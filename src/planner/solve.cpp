@@ -171,7 +171,7 @@ result solve(const instance& inst, const options& opts) {
         order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
         order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
       }
-      candidate = detail::greedy_in_order(inst, order, repair_until);
+      candidate = detail::greedy_in_order(inst, order, deadline);
       const std::int64_t before = out.height_bytes;
       offer(candidate);
       if (out.height_bytes < before) stale = 0;
