@@ -14,11 +14,12 @@
 #   devices   several devices, sharing across processes          core
 #   arrays    handles, encoder, usage scopes, buffers            core
 #   io        input files, plain or gzip, within bounds         (zlib)
-#   planner   instance and plan files, graph plans               solver, arrays, io
-#   trace     trace readers, replay, HTML report                 core, cpu, sim, io
+#   trace_read  trace readers (memkit CSV, RMM, PyTorch)         io
+#   planner   instance and plan files, graph plans               solver, arrays, io, trace_read
+#   trace     replay, HTML report                                core, cpu, sim, trace_read
 #   capi      the C API                                          core and every backend
 #
-# zlib is for io alone, the JSON library for trace alone, and CLI11
+# zlib is for io alone, the JSON library for the trace layers alone, and CLI11
 # for the command-line tool alone.
 
 set(memkit_allowed_backend "")
@@ -32,8 +33,9 @@ set(memkit_allowed_adaptors memkit_backend)
 set(memkit_allowed_devices memkit_core memkit_backend Threads::Threads ${CMAKE_DL_LIBS})
 set(memkit_allowed_arrays memkit_core)
 set(memkit_allowed_io ZLIB::ZLIB)
-set(memkit_allowed_planner memkit_solver memkit_arrays memkit_io)
-set(memkit_allowed_trace memkit_core memkit_cpu memkit_sim memkit_io nlohmann_json::nlohmann_json)
+set(memkit_allowed_trace_read memkit_io nlohmann_json::nlohmann_json)
+set(memkit_allowed_planner memkit_solver memkit_arrays memkit_io memkit_trace_read)
+set(memkit_allowed_trace memkit_core memkit_cpu memkit_sim memkit_trace_read nlohmann_json::nlohmann_json)
 set(memkit_allowed_capi memkit_core memkit_cpu memkit_sim memkit_cuda memkit_vulkan)
 
 # memkit_add_layer(<name> SOURCES <file>...): the static library memkit_<name>, with

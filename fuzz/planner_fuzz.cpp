@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "memkit/planner.hpp"
+#include "memkit/trace.hpp"
 
 namespace {
 
@@ -78,8 +79,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size > 0) std::fwrite(data, 1, size, f);  // data may be null when size is 0
     std::fclose(f);
     expect_clear_errors([&] { return memkit::planner::read_instance(path); });
-    // The same bytes as a memkit trace (plan --from-trace).
-    expect_clear_errors([&] { return memkit::planner::instance_from_trace(path); });
+    // The same bytes as a trace (plan --from-trace): the trace reader's errors too.
+    try {
+      expect_clear_errors([&] { return memkit::planner::instance_from_trace(path); });
+    } catch (const memkit::trace::trace_error& e) {
+      check(std::string_view(e.what()).rfind("[memkit::trace", 0) == 0,
+            "a trace_error whose message does not name the reader");
+    }
     std::remove(path.c_str());
   }
   return 0;

@@ -98,10 +98,12 @@ instance parse_instance(std::istream& in, const std::string& name);
 void write_plan(std::ostream& out, const instance& inst, const plan& p);
 void write_plan(const std::string& path, const instance& inst, const plan& p);
 
-// Converts a memkit allocation trace (gzip or plain CSV: `a,id,size,stream` and
-// `f,id` lines, `#` comments) into an instance whose time is the event index: a
-// block allocated by event i and freed by event j lives over [i, j); blocks never
-// freed live to the end. Zero-byte allocations are skipped.
+// Converts an allocation trace, read by trace::read (every format `memkit replay`
+// reads: memkit CSV, RMM logs, PyTorch snapshots; gzip or plain), into an instance
+// whose time is the event index: a block allocated by event i and freed by event j
+// lives over [i, j); blocks never freed live to the end. Zero-byte allocations are
+// skipped. Throws trace::trace_error for a trace it cannot read, planner_error for
+// one whose sizes sum past kMaxTotalBytes.
 instance instance_from_trace(const std::string& path);
 
 // LOAD: the largest sum of sizes live at one moment; no plan is lower.

@@ -16,6 +16,7 @@
 #include "io/input_file.hpp"
 #include "memkit/errors.hpp"
 #include "memkit/planner.hpp"
+#include "memkit/trace.hpp"
 
 namespace memkit::planner {
 namespace {
@@ -192,112 +193,31 @@ void write_plan(const std::string& path, const instance& inst, const plan& p) {
   if (!out) throw planner_error("[memkit::planner::write_plan] " + path + ": write failed");
 }
 
-// A deliberately small reader of the memkit trace format; the full readers (with the
-// other formats) live in the trace layer, which the planner does not depend on.
+// The trace layer's readers (every format `memkit replay` reads, with its errors);
+// here only the conversion: one buffer per allocation of more than 0 bytes, live
+// from its event to its free's (or to the end), one moment per event.
 instance instance_from_trace(const std::string& path) {
-  static constexpr std::string_view kFunction = "instance_from_trace";
-  io::input_file file(path);
-  if (file.get_status() == io::input_file::status::cannot_open) {
-    throw planner_error("[memkit::planner::instance_from_trace] " + path + ": " + file.describe());
-  }
-
-  static constexpr std::size_t kNoBuffer = ~std::size_t{0};  // a zero-byte block
-  struct open_block {
-    std::size_t buffer_index;
-    std::uint64_t line;
-  };
+  const trace::trace_data trace = trace::read(path);
+  static constexpr std::size_t kNoBuffer = ~std::size_t{0};
+  std::vector<std::size_t> buffer_of(trace.allocations, kNoBuffer);  // by block
   instance result;
-  std::unordered_map<std::string, open_block> live;  // trace id -> its buffer
-  std::int64_t event_index = 0;
-  std::int64_t total = 0;  // bytes of the buffers so far
-  std::uint64_t line_number = 0;
-  std::string line;
-  std::vector<char> chunk(std::size_t{1} << 16);
-  std::size_t chunk_size = 0, chunk_at = 0;
-  // The next line into `line`; false at the end. A NUL byte or a line past
-  // kMaxLineBytes is an error: the input is not a trace (binary, /dev/zero).
-  auto next_line = [&]() -> bool {
-    line.clear();
-    while (true) {
-      if (chunk_at == chunk_size) {
-        const std::size_t count = file.read(chunk.data(), chunk.size());
-        if (count == 0) {
-          if (file.get_status() != io::input_file::status::end)
-            throw located_error(kFunction, path, line_number + 1, file.describe());
-          return !line.empty();
-        }
-        chunk_size = count;
-        chunk_at = 0;
-      }
-      const char c = chunk[chunk_at++];
-      if (c == '\n') return true;
-      if (c == '\0')
-        throw located_error(kFunction, path, line_number + 1, "a NUL byte: not a trace");
-      if (line.size() == kMaxLineBytes) {
-        throw located_error(kFunction, path, line_number + 1, "a line longer than 1 MiB");
-      }
-      line += c;
+  std::int64_t total = 0;
+  std::int64_t moment = 0;
+  for (const trace::event& e : trace.events) {
+    if (e.kind == trace::action::allocate && e.size > 0) {
+      if (e.size > static_cast<std::uint64_t>(kMaxTotalBytes - total))
+        throw located_error("instance_from_trace", path, e.line, kTotalTooLarge);
+      total += static_cast<std::int64_t>(e.size);
+      buffer_of[e.block] = result.buffers.size();
+      result.buffers.push_back(buffer{static_cast<std::int64_t>(result.buffers.size()), moment, -1,
+                                      static_cast<std::int64_t>(e.size)});
+    } else if (e.kind == trace::action::free && buffer_of[e.block] != kNoBuffer) {
+      result.buffers[buffer_of[e.block]].upper = moment;
     }
-  };
-  while (next_line()) {
-    ++line_number;
-    const std::string_view text = trim(line);
-    // `s` marks where a loop iteration starts (docs/TRACES.md): no event, nothing to plan.
-    if (text.empty() || text.front() == '#' || text == "s") continue;
-    const std::vector<std::string_view> fields = split_fields(text);
-    if (fields[0] == "a") {
-      if (fields.size() != 4) {
-        throw located_error(kFunction, path, line_number,
-                            "an allocation needs 4 fields (a,id,size,stream), got " +
-                                std::to_string(fields.size()));
-      }
-      std::int64_t size = 0;
-      if (!parse_integer(fields[2], size) || size < 0) {
-        throw located_error(kFunction, path, line_number,
-                            "size is not a non-negative integer: " + quote_input(fields[2]));
-      }
-      const std::string id(fields[1]);
-      if (live.count(id) != 0) {
-        throw located_error(kFunction, path, line_number,
-                            "block " + id + " is allocated again while live (since line " +
-                                std::to_string(live[id].line) + ")");
-      }
-      if (size > kMaxTotalBytes - total) {
-        throw located_error(kFunction, path, line_number, kTotalTooLarge);
-      }
-      total += size;
-      if (size > 0) {
-        if (result.buffers.size() == kMaxBuffers)
-          throw located_error(kFunction, path, line_number, kTooManyBuffers);
-        live.emplace(id, open_block{result.buffers.size(), line_number});
-        result.buffers.push_back(
-            buffer{static_cast<std::int64_t>(result.buffers.size()), event_index, -1, size});
-      } else {
-        live.emplace(id, open_block{kNoBuffer, line_number});  // tracked, never planned
-      }
-      ++event_index;
-    } else if (fields[0] == "f") {
-      if (fields.size() != 2) {
-        throw located_error(kFunction, path, line_number,
-                            "a free needs 2 fields (f,id), got " + std::to_string(fields.size()));
-      }
-      const auto it = live.find(std::string(fields[1]));
-      if (it == live.end()) {
-        throw located_error(kFunction, path, line_number,
-                            "free of block " + quote_input(fields[1]) + ", which is not live");
-      }
-      if (it->second.buffer_index != kNoBuffer) {
-        result.buffers[it->second.buffer_index].upper = event_index;
-      }
-      live.erase(it);
-      ++event_index;
-    } else {
-      throw located_error(kFunction, path, line_number,
-                          "unknown action " + quote_input(fields[0]) + " (expected a, f or s)");
-    }
+    ++moment;
   }
   for (buffer& b : result.buffers) {
-    if (b.upper < 0) b.upper = event_index;  // never freed: live to the end
+    if (b.upper < 0) b.upper = moment;  // never freed: live to the end
   }
   return result;
 }
