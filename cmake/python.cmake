@@ -117,7 +117,7 @@ foreach(candidate ${Python_EXECUTABLE} /usr/bin/python3)
 endforeach()
 
 set(memkit_python_environment
-  "PYTHONPATH=${PROJECT_BINARY_DIR}/python;MEMKIT_SOURCE_DIR=${PROJECT_SOURCE_DIR};MEMKIT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  "PYTHONPATH=${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1;MEMKIT_SOURCE_DIR=${PROJECT_SOURCE_DIR};MEMKIT_BINARY_DIR=${PROJECT_BINARY_DIR}")
 file(GLOB memkit_python_tests CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/python/tests/test_*.py)
 foreach(test_file ${memkit_python_tests})
   get_filename_component(name ${test_file} NAME_WE)
