@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "capi/c_statistics.hpp"
 #include "memkit/allocator.hpp"
 #include "memkit/backends/cpu.hpp"
 #include "memkit/backends/sim.hpp"
@@ -186,27 +187,10 @@ std::unique_ptr<memkit::backend> make_backend(const backend_settings& s) {
                                    ": expected 'cpu', 'sim', 'cuda' or 'vulkan'");
 }
 
-// The fields of the C API's memkit_statistics, by the same names.
+// The fields of the C API's memkit_statistics, by the same names and in its order.
 py::dict to_dict(const memkit::statistics& s) {
   py::dict out;
-  out["active_bytes"] = s.active_bytes;
-  out["peak_active_bytes"] = s.peak_active_bytes;
-  out["requested_bytes"] = s.requested_bytes;
-  out["peak_requested_bytes"] = s.peak_requested_bytes;
-  out["cached_bytes"] = s.cached_bytes;
-  out["reserved_bytes"] = s.reserved_bytes;
-  out["peak_reserved_bytes"] = s.peak_reserved_bytes;
-  out["allocations"] = s.allocations;
-  out["frees"] = s.frees;
-  out["cache_hits"] = s.cache_hits;
-  out["backend_allocations"] = s.backend_allocations;
-  out["backend_frees"] = s.backend_frees;
-  out["retries"] = s.retries;
-  out["out_of_memory"] = s.out_of_memory;
-  out["live_blocks"] = s.live_blocks;
-  out["segments"] = s.segments;
-  out["maps"] = s.maps;
-  out["unmaps"] = s.unmaps;
+  for (const auto& field : memkit::capi::statistics_fields) out[field.name] = field.get(s);
   return out;
 }
 
