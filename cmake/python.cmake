@@ -126,8 +126,10 @@ foreach(test_file ${memkit_python_tests})
     # -rs: every skipped test prints its reason.
     add_test(NAME python.${name}
       COMMAND ${memkit_pytest_python} -m pytest -q -rs -p no:cacheprovider ${test_file})
+    # A file whose every test skipped (no PyTorch, no GPU) shows as skipped.
     set_tests_properties(python.${name} PROPERTIES TIMEOUT 600
-      ENVIRONMENT "${memkit_python_environment}")
+      ENVIRONMENT "${memkit_python_environment}"
+      SKIP_REGULAR_EXPRESSION "\n[0-9]+ skipped in ")
   else()
     add_test(NAME python.${name} COMMAND sh -c
       "echo 'skipped: no python${memkit_python_version} with pytest (Debian: python3-pytest)'; exit 77")

@@ -18,12 +18,13 @@ import operator
 import os
 
 from . import _memkit
+from ._summary import format_summary
 from .errors import (InvalidArgument, InvariantViolation, MemkitError, OutOfMemoryError,
                      PlannerError, TraceError, UnavailableError)
 
 __version__ = _memkit.__version__
 __all__ = [
-    "Allocation", "Allocator", "available_backends", "plan", "replay", "MemkitError",
+    "Allocation", "Allocator", "available_backends", "format_summary", "plan", "replay", "MemkitError",
     "InvalidArgument", "OutOfMemoryError", "TraceError", "PlannerError",
     "InvariantViolation", "UnavailableError",
 ]
@@ -62,6 +63,11 @@ class Allocator(_memkit.Allocator):
         0 bytes gives Allocation(0, 0). Raises OutOfMemoryError when nothing can make
         room, InvalidArgument above the device's largest buffer."""
         return Allocation(*super().allocate(nbytes, queue))
+
+    def summary(self):
+        """The statistics and limits as a readable table (like torch.cuda.memory_summary)."""
+        limits = {"Memory limit": self.get_memory_limit(), "Cache limit": self.get_cache_limit()}
+        return format_summary(self.statistics(), "memkit on %s" % self.device()["name"], limits)
 
     def __enter__(self):
         return self

@@ -520,6 +520,16 @@ PYBIND11_MODULE(_memkit, m) {
       .def("close", &py_allocator::close)
       .def_property_readonly("closed", &py_allocator::closed);
 
+  m.def("allocator_defaults", [] {
+    const memkit::allocator_options d;
+    py::dict out;
+    out["policy"] = memkit::reports::policy_name(d.policy);
+    out["arena_slack"] = d.arena_slack;
+    out["validate"] = d.validate;
+    out["thread_cache"] = d.thread_cache;
+    out["plan_loops"] = d.plan_loops;
+    return out;
+  });
   m.def("replay", &replay, py::arg("paths"), py::kw_only(), py::arg("backend"), py::arg("policy"),
         py::arg("capacity"), py::arg("granularity"), py::arg("arena_slack"), py::arg("plan_loops"),
         py::arg("device_lag"), py::arg("lag_seed"), py::arg("min_capacity"), py::arg("validate"),
