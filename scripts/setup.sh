@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-dev clang-format
   chromium
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers
+  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
 )
 missing=()
 for p in "${packages[@]}"; do

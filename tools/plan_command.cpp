@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "memkit/planner.hpp"
 #include "output_file.hpp"
+#include "reports/reports.hpp"
 
 namespace memkit::tools {
 namespace {
@@ -39,10 +40,6 @@ std::string with_commas(std::int64_t value) {
     digits.insert(static_cast<std::size_t>(at), ",");
   }
   return value < 0 ? "-" + digits : digits;
-}
-
-double ratio(std::int64_t height, std::int64_t load) {
-  return load > 0 ? static_cast<double>(height) / static_cast<double>(load) : 1.0;
 }
 
 void run_plan(const plan_settings& settings) {
@@ -96,32 +93,24 @@ void run_plan(const plan_settings& settings) {
   }
 
   if (settings.json) {
-    nlohmann::json out = {
-        {"source", source},
-        {"from_trace", from_trace},
-        {"buffers", inst.buffers.size()},
-        {"load_bytes", res.load_bytes},
-        {"height_bytes", res.height_bytes},
-        {"ratio", ratio(res.height_bytes, res.load_bytes)},
-        {"greedy_height_bytes", res.greedy_height_bytes},
-        {"greedy_ratio", ratio(res.greedy_height_bytes, res.load_bytes)},
-        {"optimal", res.optimal},
-        {"fits", fits},
-        {"capacity_bytes", settings.capacity ? nlohmann::json(*settings.capacity) : nullptr},
-        {"time_limit_seconds", settings.time_limit_seconds},
-        {"seconds", res.seconds},
-        {"search_nodes", res.nodes},
-        {"parts", res.parts},
-        {"output", write_file ? nlohmann::json(settings.output_path) : nullptr},
-    };
+    const nlohmann::json out = reports::plan_json(
+        {.source = source,
+         .from_trace = from_trace,
+         .buffers = inst.buffers.size(),
+         .result = &res,
+         .capacity = settings.capacity,
+         .time_limit_seconds = settings.time_limit_seconds,
+         .fits = fits,
+         .output = write_file ? std::optional(settings.output_path) : std::nullopt});
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("source   %s: %zu buffers\n", source.c_str(), inst.buffers.size());
     std::printf("LOAD     %s bytes\n", with_commas(res.load_bytes).c_str());
     std::printf("greedy   %s bytes (%.4f x LOAD)\n", with_commas(res.greedy_height_bytes).c_str(),
-                ratio(res.greedy_height_bytes, res.load_bytes));
+                reports::height_over_load(res.greedy_height_bytes, res.load_bytes));
     std::printf("plan     %s bytes (%.4f x LOAD%s)", with_commas(res.height_bytes).c_str(),
-                ratio(res.height_bytes, res.load_bytes), res.optimal ? ", optimal" : "");
+                reports::height_over_load(res.height_bytes, res.load_bytes),
+                res.optimal ? ", optimal" : "");
     if (settings.capacity) {
       std::printf(" %s capacity %s", fits ? "within" : "above",
                   with_commas(*settings.capacity).c_str());

@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "memkit/trace.hpp"
 #include "output_file.hpp"
+#include "reports/reports.hpp"
 #include "trace/replay.hpp"
 #include "trace/report_html.hpp"
 
@@ -25,19 +26,16 @@ namespace memkit::tools {
 namespace {
 
 using memkit::trace::backend_kind;
-
-const char* policy_name(pool_policy policy) {
-  return policy == pool_policy::segments ? "segments"
-         : policy == pool_policy::arena  ? "arena"
-                                         : "automatic";
-}
+using reports::metadata_bytes;
+using reports::per_step;
+using reports::ratio;
 
 // The allocator's settings default to trace::replay_options{}'s, which are
 // allocator_options{}'s: with no flags, replay runs the allocator as a program gets it.
 struct replay_settings {
   std::vector<std::string> paths;
   std::string backend_name = "sim";
-  std::string policy_name = memkit::tools::policy_name(trace::replay_options{}.policy);
+  std::string policy_name = reports::policy_name(trace::replay_options{}.policy);
   std::string capacity_text = "1TiB";
   std::string granularity_text = "2MiB";
   double arena_slack = trace::replay_options{}.arena_slack;
@@ -134,103 +132,10 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-std::optional<std::size_t> metadata_bytes(const trace::trace_data& trace, std::string_view key) {
-  const std::string_view text = trace.get_metadata(key);
-  if (text.empty()) return std::nullopt;
-  try {
-    std::size_t used = 0;
-    const unsigned long long value = std::stoull(std::string(text), &used);
-    if (used != text.size()) return std::nullopt;
-    return static_cast<std::size_t>(value);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-double ratio(std::size_t numerator, std::size_t denominator) {
-  return denominator == 0 ? 0.0 : static_cast<double>(numerator) / static_cast<double>(denominator);
-}
-
-double per_step(std::uint64_t count, std::uint64_t steps) {
-  return steps == 0 ? 0.0 : static_cast<double>(count) / static_cast<double>(steps);
-}
-
 std::string mib(std::size_t bytes) {
   char buffer[48];
   std::snprintf(buffer, sizeof buffer, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return buffer;
-}
-
-nlohmann::json to_json(const trace::report_section& section, const replay_settings& settings) {
-  const trace::trace_data& trace = *section.trace;
-  const trace::replay_result& result = section.result;
-  nlohmann::json out;
-  out["trace"] = trace.name;
-  out["path"] = trace.path;
-  out["format"] = std::string(trace::to_string(trace.source_format));
-  out["backend"] = settings.backend_name;
-  out["policy"] = settings.policy_name;
-  out["arena_slack"] = section.options.arena_slack;
-  out["plan_loops"] = section.options.plan_loops;
-  if (section.options.device == backend_kind::sim) {
-    out["capacity_bytes"] = section.options.capacity;
-    out["granularity_bytes"] = section.options.granularity;
-  }
-  out["completed"] = result.completed;
-  if (!result.completed) {
-    out["error"] = result.failure;
-    out["failed_line"] = result.failed_line;
-  }
-  out["events"] = result.events;
-  out["allocations"] = result.allocations;
-  out["streams"] = trace.streams.size();
-  out["peak_live_bytes"] = result.peak_live_bytes;
-  out["peak_reserved_bytes"] = result.peak_reserved_bytes;
-  out["peak_active_bytes"] = result.peak_active_bytes;
-  out["reserved_over_live"] = ratio(result.peak_reserved_bytes, result.peak_live_bytes);
-  out["backend_allocs"] = result.backend_allocs;
-  out["backend_frees"] = result.backend_frees;
-  out["maps"] = result.maps;
-  out["unmaps"] = result.unmaps;
-  if (trace.steps > 0) {
-    out["steps"] = trace.steps;
-    out["warmup_steps"] = trace.warmup_steps;
-    if (result.completed) {
-      out["maps_per_step"] = per_step(result.maps, trace.steps);
-      out["unmaps_per_step"] = per_step(result.unmaps, trace.steps);
-    }
-  }
-  if (result.has_unmaps_after_warmup) {
-    out["unmaps_after_warmup_per_step"] =
-        per_step(result.unmaps_after_warmup, trace.step_starts.size() - trace.warmup_steps);
-  }
-  if (section.options.device_lag > 0) {
-    out["device_lag"] = section.options.device_lag;
-    if (section.options.lag_seed) out["lag_seed"] = section.options.lag_seed;
-    out["unfinished_waits"] = result.waits;
-  }
-  out["ns_per_event"] = result.ns_per_event;
-  if (section.options.device == backend_kind::sim) {
-    out["simulated_backend_ns"] = result.simulated_backend_ns;
-  }
-  out["replay_ns"] = result.loop_ns;
-  if (section.min_capacity) {
-    out["min_capacity_bytes"] = section.min_capacity->min_capacity_bytes;
-    out["min_capacity_over_live"] =
-        ratio(section.min_capacity->min_capacity_bytes, result.peak_live_bytes);
-    out["min_capacity_probes"] = section.min_capacity->probes;
-  }
-  if (const auto reserved = metadata_bytes(trace, "pytorch_peak_reserved")) {
-    out["pytorch_peak_reserved_bytes"] = *reserved;
-    out["pytorch_reserved_over_live"] = ratio(*reserved, result.peak_live_bytes);
-  }
-  if (const auto allocated = metadata_bytes(trace, "pytorch_peak_allocated")) {
-    out["pytorch_peak_allocated_bytes"] = *allocated;
-  }
-  nlohmann::json metadata = nlohmann::json::object();
-  for (const auto& [key, value] : trace.metadata) metadata[key] = value;
-  out["metadata"] = std::move(metadata);
-  return out;
 }
 
 void print_table(const trace::report_section& section) {
@@ -261,7 +166,7 @@ void print_table(const trace::report_section& section) {
   }
   char slack[48];
   std::snprintf(slack, sizeof slack, ", arena slack %g", section.options.arena_slack);
-  line("device", device + ", policy " + policy_name(section.options.policy) + slack);
+  line("device", device + ", policy " + reports::policy_name(section.options.policy) + slack);
   if (!result.completed) {
     line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
     line("", result.failure);
@@ -388,7 +293,7 @@ void run_replay(const replay_settings& settings) {
   if (settings.json) {
     // One trace: one object; several: an array of them, in the order given.
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& section : sections) out.push_back(to_json(section, settings));
+    for (const auto& section : sections) out.push_back(reports::replay_json(section));
     std::printf("%s\n", (sections.size() == 1 ? out[0] : out)
                             .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                             .c_str());

@@ -9,6 +9,11 @@
 // that stream and on others only once the stream's work has completed.
 // Statistics are read with ctypes (memkit_torch_get_statistics; see train_compare.py).
 //
+// The Python package's memkit.torch, memkit.cupy and memkit.numba use this library
+// too, through the functions below that return a memkit_status and never throw
+// (memkit_torch_last_error() gives the calling thread's message): one allocator per
+// device for every framework in the process.
+//
 // The names carry a `_torch` suffix: memkit_malloc/memkit_free would clash with the C
 // API of include/memkit/memkit.h.
 #include <cuda_runtime_api.h>
@@ -21,8 +26,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "capi/c_options.hpp"
+#include "capi/c_snapshot.hpp"
 #include "capi/c_statistics.hpp"
 #include "memkit/allocator.hpp"
 #include "memkit/backends/cuda.hpp"
@@ -73,10 +81,15 @@ memkit::allocator_options get_options_from_environment() {
   return options;
 }
 
+// Options set by memkit_torch_configure, in place of the environment's; guarded by
+// create_mutex.
+std::optional<memkit::allocator_options> configured_options;
+
 struct device_allocator {
   explicit device_allocator(int device)
       : backend(memkit::cuda_options{.device = device}),
-        allocator(backend, get_options_from_environment()) {}
+        allocator(backend,
+                  configured_options ? *configured_options : get_options_from_environment()) {}
   memkit::cuda_backend backend;
   memkit::allocator allocator;
 };
@@ -169,11 +182,182 @@ MEMKIT_TORCH_API void memkit_torch_get_call_time(std::uint64_t* ns, std::uint64_
   *count = calls.load(std::memory_order_relaxed);
 }
 
-MEMKIT_TORCH_API void memkit_torch_reset_peak(int device) {
-  get_device_allocator(device, "torch_reset_peak").allocator.reset_peak();
+namespace {
+
+thread_local std::string last_error;
+// The details of this thread's last out-of-memory (memkit_torch_allocate).
+thread_local memkit::out_of_memory::details last_out_of_memory;
+
+// Runs f; a failure becomes a status and this thread's last error.
+template <class F>
+int guarded(F&& f) noexcept {
+  try {
+    f();
+    last_error.clear();
+    return MEMKIT_OK;
+  } catch (const memkit::out_of_memory& e) {
+    last_out_of_memory = e.get_details();
+    last_error = e.what();
+    return MEMKIT_OUT_OF_MEMORY;
+  } catch (const std::invalid_argument& e) {
+    last_error = e.what();
+    return MEMKIT_INVALID_ARGUMENT;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return MEMKIT_INTERNAL_ERROR;
+  } catch (...) {
+    last_error = "[memkit::torch] an unknown exception";
+    return MEMKIT_INTERNAL_ERROR;
+  }
+}
+
+// The allocator of a device in use; an error naming the function where it is not.
+device_allocator& get_used_device_allocator(int device, const char* function) {
+  if (device >= 0 && device < kMaxDevices) {
+    if (device_allocator* d = devices[device].load(std::memory_order_acquire)) return *d;
+  }
+  throw memkit::invalid_argument(std::string("[") + function +
+                                 "] memkit has not allocated on device " + std::to_string(device));
+}
+
+}  // namespace
+
+MEMKIT_TORCH_API int memkit_torch_reset_peak(int device) {
+  return guarded([&] { get_device_allocator(device, "torch_reset_peak").allocator.reset_peak(); });
 }
 
 // Gives every cached segment back to CUDA.
-MEMKIT_TORCH_API void memkit_torch_empty_cache(int device) {
-  get_device_allocator(device, "torch_empty_cache").allocator.clear_cache();
+MEMKIT_TORCH_API int memkit_torch_empty_cache(int device) {
+  return guarded(
+      [&] { get_device_allocator(device, "torch_empty_cache").allocator.clear_cache(); });
+}
+
+// The message of this thread's last failed call below; "" after a success.
+MEMKIT_TORCH_API const char* memkit_torch_last_error(void) { return last_error.c_str(); }
+
+// Options for every device's allocator, in place of the environment variables; only
+// before the first allocation on any device (MEMKIT_INVALID_ARGUMENT after it).
+MEMKIT_TORCH_API int memkit_torch_configure(const memkit_allocator_options* options) {
+  return guarded([&] {
+    const char* function = "memkit_torch_configure";
+    if (!options) throw memkit::invalid_argument(std::string("[") + function + "] options is NULL");
+    const memkit::allocator_options converted = memkit::capi::to_options(*options, function);
+    std::lock_guard lock(create_mutex);
+    for (int device = 0; device < kMaxDevices; ++device) {
+      if (devices[device].load(std::memory_order_relaxed)) {
+        throw memkit::invalid_argument(
+            std::string("[") + function + "] memkit has already allocated on device " +
+            std::to_string(device) + ": configure before the first CUDA allocation");
+      }
+    }
+    configured_options = converted;
+  });
+}
+
+// 1 when memkit has allocated on the device (its allocator exists), else 0.
+MEMKIT_TORCH_API int memkit_torch_is_used(int device) {
+  return device >= 0 && device < kMaxDevices &&
+         devices[device].load(std::memory_order_acquire) != nullptr;
+}
+
+// memkit_torch_malloc for other callers (CuPy, Numba): a status, the block in *out.
+MEMKIT_TORCH_API int memkit_torch_allocate(int device, size_t bytes, void* stream, void** out) {
+  return guarded([&] {
+    *out = nullptr;
+    device_allocator& d = get_device_allocator(device, "torch_allocate");
+    const memkit::queue_id queue = d.backend.get_queue(static_cast<cudaStream_t>(stream));
+    *out = reinterpret_cast<void*>(d.allocator.allocate(bytes, queue).address);
+  });
+}
+
+MEMKIT_TORCH_API int memkit_torch_deallocate(int device, void* pointer) {
+  return guarded([&] {
+    get_device_allocator(device, "torch_deallocate")
+        .allocator.free(reinterpret_cast<memkit::address_t>(pointer));
+  });
+}
+
+// The details of this thread's last MEMKIT_OUT_OF_MEMORY: requested, active, cached,
+// reserved bytes, the limit and the largest free block.
+MEMKIT_TORCH_API void memkit_torch_get_out_of_memory_details(size_t out[6]) {
+  const memkit::out_of_memory::details& d = last_out_of_memory;
+  const size_t values[6] = {d.requested_bytes, d.reserved_bytes - d.cached_bytes,
+                            d.cached_bytes,    d.reserved_bytes,
+                            d.limit_bytes,     d.largest_free_bytes};
+  for (int i = 0; i < 6; ++i) out[i] = values[i];
+}
+
+// The names of the statistics, comma-separated, in the order of
+// memkit_torch_get_statistics_array (and of memkit_statistics).
+MEMKIT_TORCH_API const char* memkit_torch_statistics_fields(void) {
+  static const std::string names = [] {
+    std::string joined;
+    for (const auto& field : memkit::capi::statistics_fields) {
+      if (!joined.empty()) joined += ',';
+      joined += field.name;
+    }
+    return joined;
+  }();
+  return names.c_str();
+}
+
+// The statistics of a device as `count` numbers (count: the number of fields).
+MEMKIT_TORCH_API int memkit_torch_get_statistics_array(int device, std::uint64_t* out,
+                                                       size_t count) {
+  return guarded([&] {
+    const char* function = "memkit_torch_get_statistics_array";
+    if (count != memkit::capi::statistics_fields.size()) {
+      throw memkit::invalid_argument(std::string("[") + function + "] count " +
+                                     std::to_string(count) + ", the fields are " +
+                                     std::to_string(memkit::capi::statistics_fields.size()));
+    }
+    const memkit::statistics s =
+        get_used_device_allocator(device, function).allocator.get_statistics();
+    for (size_t i = 0; i < count; ++i) out[i] = memkit::capi::statistics_fields[i].get(s);
+  });
+}
+
+// Limits of a device's allocator (made here when memkit has not allocated there yet).
+// The setters give the previous value in *previous (may be NULL).
+MEMKIT_TORCH_API int memkit_torch_set_memory_limit(int device, size_t bytes, size_t* previous) {
+  return guarded([&] {
+    const size_t p =
+        get_device_allocator(device, "torch_set_memory_limit").allocator.set_memory_limit(bytes);
+    if (previous) *previous = p;
+  });
+}
+
+MEMKIT_TORCH_API int memkit_torch_set_cache_limit(int device, size_t bytes, size_t* previous) {
+  return guarded([&] {
+    const size_t p =
+        get_device_allocator(device, "torch_set_cache_limit").allocator.set_cache_limit(bytes);
+    if (previous) *previous = p;
+  });
+}
+
+MEMKIT_TORCH_API int memkit_torch_get_memory_limit(int device, size_t* out) {
+  return guarded([&] {
+    *out = get_device_allocator(device, "torch_get_memory_limit").allocator.get_memory_limit();
+  });
+}
+
+MEMKIT_TORCH_API int memkit_torch_get_cache_limit(int device, size_t* out) {
+  return guarded([&] {
+    *out = get_device_allocator(device, "torch_get_cache_limit").allocator.get_cache_limit();
+  });
+}
+
+// The device's segments and blocks (memkit_snapshot of memkit.h); release it with
+// memkit_torch_snapshot_destroy.
+MEMKIT_TORCH_API int memkit_torch_snapshot_create(int device, memkit_snapshot** out) {
+  return guarded([&] {
+    *out = nullptr;
+    *out = memkit::capi::make_c_snapshot(
+        get_used_device_allocator(device, "memkit_torch_snapshot_create")
+            .allocator.calculate_segments());
+  });
+}
+
+MEMKIT_TORCH_API void memkit_torch_snapshot_destroy(memkit_snapshot* snapshot) {
+  memkit::capi::destroy_c_snapshot(snapshot);
 }

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "capi/c_options.hpp"
+#include "capi/c_snapshot.hpp"
 #include "capi/c_statistics.hpp"
 #include "memkit/memkit.h"
 #include "memkit/memkit.hpp"
@@ -73,38 +75,6 @@ void require(const void* pointer, const char* function, const char* name) {
   if (!pointer) {
     throw memkit::invalid_argument(std::string("[") + function + "] " + name + " is NULL");
   }
-}
-
-memkit::allocator_options to_options(const memkit_allocator_options& c) {
-  const char* function = "memkit_allocator_create_with_options";
-  memkit::allocator_options options;
-  switch (c.policy) {
-    case MEMKIT_POLICY_AUTOMATIC:
-      options.policy = memkit::pool_policy::automatic;
-      break;
-    case MEMKIT_POLICY_SEGMENTS:
-      options.policy = memkit::pool_policy::segments;
-      break;
-    case MEMKIT_POLICY_ARENA:
-      options.policy = memkit::pool_policy::arena;
-      break;
-    default:
-      throw memkit::invalid_argument(std::string("[") + function + "] policy " +
-                                     std::to_string(static_cast<int>(c.policy)) +
-                                     " is not a memkit_policy");
-  }
-  if (!std::isfinite(c.arena_slack) || c.arena_slack < 0) {
-    throw memkit::invalid_argument(std::string("[") + function + "] arena_slack " +
-                                   std::to_string(c.arena_slack) + " is not a finite number >= 0");
-  }
-  options.memory_limit = c.memory_limit;
-  options.cache_limit = c.cache_limit;
-  options.wired_limit = c.wired_limit;
-  options.arena_slack = c.arena_slack;
-  options.validate = c.validate != 0;
-  options.thread_cache = c.thread_cache != 0;
-  options.plan_loops = c.plan_loops != 0;
-  return options;
 }
 
 }  // namespace
@@ -222,7 +192,8 @@ memkit_status memkit_allocator_create_with_options(memkit_backend* backend,
     *out = nullptr;
     require(backend, "memkit_allocator_create_with_options", "backend");
     const memkit::allocator_options converted =
-        options ? to_options(*options) : memkit::allocator_options{};
+        options ? memkit::capi::to_options(*options, "memkit_allocator_create_with_options")
+                : memkit::allocator_options{};
     *out = new memkit_allocator{memkit::allocator(*backend->impl, converted)};
   });
 }
@@ -333,34 +304,12 @@ memkit_status memkit_snapshot_create(const memkit_allocator* allocator, memkit_s
     require(out, "memkit_snapshot_create", "out");
     *out = nullptr;
     require(allocator, "memkit_snapshot_create", "allocator");
-    const std::vector<memkit::segment_view> views = allocator->impl.calculate_segments();
-    std::size_t block_count = 0;
-    for (const memkit::segment_view& v : views) block_count += v.blocks.size();
-    // Three allocations, given back together by memkit_snapshot_destroy.
-    auto snapshot = std::make_unique<memkit_snapshot>();
-    auto segments = std::make_unique<memkit_segment_record[]>(views.size());
-    auto blocks = std::make_unique<memkit_block_record[]>(block_count);
-    std::size_t next_block = 0;
-    for (std::size_t i = 0; i < views.size(); ++i) {
-      const memkit::segment_view& v = views[i];
-      segments[i] = memkit_segment_record{v.base, v.size, v.small, v.blocks.size(),
-                                          blocks.get() + next_block};
-      for (const memkit::block_view& b : v.blocks) {
-        blocks[next_block++] = memkit_block_record{b.offset, b.size, b.requested, b.live};
-      }
-    }
-    *snapshot = memkit_snapshot{views.size(), segments.release(), block_count, blocks.release()};
-    *out = snapshot.release();
+    *out = memkit::capi::make_c_snapshot(allocator->impl.calculate_segments());
   });
 }
 
 void memkit_snapshot_destroy(memkit_snapshot* snapshot) {
-  guarded([&] {
-    if (!snapshot) return;
-    delete[] snapshot->segments;
-    delete[] snapshot->blocks;
-    delete snapshot;
-  });
+  memkit::capi::destroy_c_snapshot(snapshot);
 }
 
 const char* memkit_last_error(void) { return last_error.c_str(); }

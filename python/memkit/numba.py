@@ -1,0 +1,67 @@
+"""memkit as Numba's CUDA memory manager (an External Memory Management plugin).
+
+    import memkit.numba
+    memkit.numba.enable()      # numba.cuda.set_memory_manager(MemkitCUDAMemoryManager)
+
+or, before Numba initialises CUDA, NUMBA_CUDA_MEMORY_MANAGER=memkit.numba. Device
+blocks come from the same per-device allocators as memkit.torch's and memkit.cupy's;
+host and pinned memory stay Numba's.
+"""
+import ctypes
+
+from numba import config, cuda
+from numba.cuda import GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo, MemoryPointer
+
+from . import _cuda
+
+
+def _finalizer(device, address):
+    # Without a reference to the manager: Numba keeps finalizers past its lifetime.
+    def finalize():
+        _cuda.deallocate(device, address)
+    return finalize
+
+
+class MemkitCUDAMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
+    """Device allocations through memkit (on the default stream)."""
+
+    def memalloc(self, size):
+        device = self.context.device.id
+        address = _cuda.allocate(device, size, 0)
+        if getattr(config, "CUDA_USE_NVIDIA_BINDING", False):
+            from cuda.cuda import CUdeviceptr
+            pointer = CUdeviceptr(address)
+        else:
+            pointer = ctypes.c_uint64(address)
+        return MemoryPointer(self.context, pointer, size,
+                             finalizer=_finalizer(device, address))
+
+    def get_memory_info(self):
+        """free: what memkit may still allocate (the limit less live bytes); total: the
+        memory limit (the device's memory unless set)."""
+        device = self.context.device.id
+        limit = _cuda.get_memory_limit(device)
+        active = _cuda.statistics(device)["active_bytes"]
+        return MemoryInfo(free=max(0, limit - active), total=limit)
+
+    def reset(self):
+        super().reset()
+        _cuda.empty_cache(self.context.device.id)
+
+    @property
+    def interface_version(self):
+        return 1
+
+
+# The name Numba looks for with NUMBA_CUDA_MEMORY_MANAGER=memkit.numba.
+_numba_memory_manager = MemkitCUDAMemoryManager
+
+
+def enable():
+    """Makes memkit Numba's device memory manager."""
+    _cuda.library()  # a missing library is an error now, not at the first array
+    cuda.set_memory_manager(MemkitCUDAMemoryManager)
+
+
+def statistics(device=0):
+    return _cuda.statistics(device)
