@@ -77,6 +77,15 @@ void require(const void* pointer, const char* function, const char* name) {
   }
 }
 
+// One limit's getter: checks both pointers, names the C function in errors.
+memkit_status get_limit(const memkit_allocator* allocator, size_t* out, const char* function,
+                        std::size_t (memkit::allocator::*getter)() const) {
+  return guarded([&] {
+    require(allocator, function, "allocator");
+    require(out, function, "out");
+    *out = (allocator->impl.*getter)();
+  });
+}
 }  // namespace
 
 extern "C" {
@@ -254,27 +263,15 @@ memkit_status memkit_set_wired_limit(memkit_allocator* allocator, size_t bytes, 
 }
 
 memkit_status memkit_get_memory_limit(const memkit_allocator* allocator, size_t* out) {
-  return guarded([&] {
-    require(allocator, "memkit_get_memory_limit", "allocator");
-    require(out, "memkit_get_memory_limit", "out");
-    *out = allocator->impl.get_memory_limit();
-  });
+  return get_limit(allocator, out, "memkit_get_memory_limit", &memkit::allocator::get_memory_limit);
 }
 
 memkit_status memkit_get_cache_limit(const memkit_allocator* allocator, size_t* out) {
-  return guarded([&] {
-    require(allocator, "memkit_get_cache_limit", "allocator");
-    require(out, "memkit_get_cache_limit", "out");
-    *out = allocator->impl.get_cache_limit();
-  });
+  return get_limit(allocator, out, "memkit_get_cache_limit", &memkit::allocator::get_cache_limit);
 }
 
 memkit_status memkit_get_wired_limit(const memkit_allocator* allocator, size_t* out) {
-  return guarded([&] {
-    require(allocator, "memkit_get_wired_limit", "allocator");
-    require(out, "memkit_get_wired_limit", "out");
-    *out = allocator->impl.get_wired_limit();
-  });
+  return get_limit(allocator, out, "memkit_get_wired_limit", &memkit::allocator::get_wired_limit);
 }
 
 memkit_status memkit_get_statistics(const memkit_allocator* allocator, memkit_statistics* out) {
