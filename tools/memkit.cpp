@@ -17,6 +17,17 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();  // a command's own status (2: out of memory, ...)
+  } catch (const CLI::RequiredError& e) {
+    // No command found: name what was given instead of only asking for a command.
+    if (argc > 1 && app.get_subcommands().empty()) {
+      std::string commands;
+      for (const CLI::App* command : app.get_subcommands({}))
+        commands += (commands.empty() ? "" : ", ") + command->get_name();
+      std::fprintf(stderr, "[memkit] '%s' is not a command; the commands are %s (memkit --help)\n",
+                   argv[1], commands.c_str());
+      return 1;
+    }
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const CLI::ParseError& e) {
     // --help exits 0; every bad option or argument exits 1, as documented.
     return app.exit(e) == 0 ? 0 : 1;

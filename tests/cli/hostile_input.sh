@@ -99,6 +99,7 @@ check 11 1 "an empty trace" -- "$memkit" replay "$work/empty.csv"
 check 11 1 "is not a finite number" -- "$memkit" replay "$work/two.csv" --arena-slack nan
 check 11 1 "is not a finite number" -- "$memkit" plan "$work/huge.csv" --time-limit nan
 check 11 1 "" -- "$memkit" replay "$work/two.csv" --no-such-option
+check 11 1 "'--frobnicate' is not a command" -- "$memkit" --frobnicate
 check 11 2 "OUT OF MEMORY" -- "$memkit" replay "$work/two.csv" --capacity 1MiB
 { gzip -c "$fixtures/small.trace.csv"; printf 'garbage'; } > "$work/trailing.csv.gz"
 check 11 1 "not another gzip stream" -- "$memkit" replay "$work/trailing.csv.gz"
