@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev libcli11-dev
   clang libclang-rt-dev clang-format
   chromium
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers
