@@ -1,7 +1,9 @@
 // Host cost of the allocator's calls. Figures go to docs/BENCHMARKS.md.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "memkit/memkit.hpp"
@@ -23,6 +25,25 @@ void pair_cache_hit(benchmark::State& state) {
 }
 BENCHMARK(pair_cache_hit<memkit::cpu_backend>)->Arg(4096)->Arg(1 << 20)->Name("pair_cache_hit/cpu");
 BENCHMARK(pair_cache_hit<memkit::sim_backend>)->Arg(4096)->Arg(1 << 20)->Name("pair_cache_hit/sim");
+
+// The same pair while recording every call to a trace file (two lines a pair).
+void pair_cache_hit_recorded(benchmark::State& state) {
+  memkit::sim_backend device;
+  memkit::allocator alloc(device);
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  alloc.free(alloc.allocate(bytes).address);
+  const std::string path = "/tmp/memkit_bench_record.csv";
+  alloc.start_recording(path);
+  for (auto _ : state) {
+    const memkit::allocation a = alloc.allocate(bytes);
+    benchmark::DoNotOptimize(a.address);
+    alloc.free(a.address);
+  }
+  alloc.stop_recording();
+  std::remove(path.c_str());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(pair_cache_hit_recorded)->Arg(4096)->Arg(1 << 20)->Name("pair_cache_hit_recorded/sim");
 
 // A window of 256 live blocks of random sizes (256 B .. 64 MiB, log-uniform):
 // each iteration frees a random one and allocates a new one in its place.

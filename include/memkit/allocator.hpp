@@ -81,6 +81,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "memkit/backend.hpp"
@@ -118,6 +119,9 @@ struct allocator_options {
   // of one repetition puts them, so that its steady state moves no page
   // (placement/loop_plan.hpp). Off: every block is placed online.
   bool plan_loops = true;
+  // Non-empty: record every successful allocate and free to this file, as a memkit
+  // trace that `memkit replay` reads back (see start_recording).
+  std::string record_path = {};
 };
 
 // A view of the allocator's layout, for reports (the segment map of memkit replay).
@@ -175,11 +179,21 @@ class allocator {
   void set_validation(bool on);  // check invariants after every operation
   void validate() const;         // check them now; throws invariant_violation
 
+  // Records every successful allocate and free from now on to `path` (replaced), as
+  // a memkit trace: `a,<address>,<bytes>,<queue>,<ns>` and `f,<address>,<ns>` lines
+  // that `memkit replay` reads back. Blocks live before the start are left out, and
+  // so are their frees. Throws invalid_argument naming a path it cannot open (and
+  // changes nothing then). stop_recording closes the file and returns the events.
+  void start_recording(const std::string& path);
+  std::uint64_t stop_recording();
+
   backend& get_backend() const noexcept;
 
   struct state;
 
  private:
+  allocation allocate_unrecorded(std::size_t bytes, queue_id queue);
+  void free_unrecorded(address_t address);
   std::unique_ptr<state> state_;
 };
 

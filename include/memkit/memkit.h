@@ -131,6 +131,13 @@ MEMKIT_API memkit_status memkit_get_statistics(const memkit_allocator* allocator
 MEMKIT_API memkit_status memkit_reset_peak(memkit_allocator* allocator);
 MEMKIT_API memkit_status memkit_clear_cache(memkit_allocator* allocator);
 
+/* Records every successful allocate and free from now on to `path` (replaced), as a
+ * memkit trace that `memkit replay` reads back (lines a,<address>,<bytes>,<queue>,<ns>
+ * and f,<address>,<ns>); blocks live before the start are left out. Stopping closes
+ * the file; `events` (may be NULL) gets the lines written. */
+MEMKIT_API memkit_status memkit_start_recording(memkit_allocator* allocator, const char* path);
+MEMKIT_API memkit_status memkit_stop_recording(memkit_allocator* allocator, uint64_t* events);
+
 /* A snapshot of the allocator's memory, like torch.cuda.memory_snapshot(): every
  * segment, and each run of mapped pages of the arena's range, with the blocks (or
  * the parts of blocks) that tile it, in address order. */

@@ -81,15 +81,28 @@ memkit::allocator_options get_options_from_environment() {
   return options;
 }
 
+// MEMKIT_RECORD=PATH: each device's allocator records its calls to PATH (device 0)
+// or PATH.<device> (others), as memkit traces that memkit replay reads.
+std::string get_record_path(int device) {
+  const char* path = std::getenv("MEMKIT_RECORD");
+  if (!path || !*path) return {};
+  return device == 0 ? std::string(path) : std::string(path) + "." + std::to_string(device);
+}
+
 // Options set by memkit_torch_configure, in place of the environment's; guarded by
 // create_mutex.
 std::optional<memkit::allocator_options> configured_options;
 
+memkit::allocator_options get_options(int device) {
+  memkit::allocator_options options =
+      configured_options ? *configured_options : get_options_from_environment();
+  if (options.record_path.empty()) options.record_path = get_record_path(device);
+  return options;
+}
+
 struct device_allocator {
   explicit device_allocator(int device)
-      : backend(memkit::cuda_options{.device = device}),
-        allocator(backend,
-                  configured_options ? *configured_options : get_options_from_environment()) {}
+      : backend(memkit::cuda_options{.device = device}), allocator(backend, get_options(device)) {}
   memkit::cuda_backend backend;
   memkit::allocator allocator;
 };

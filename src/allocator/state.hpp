@@ -2,6 +2,7 @@
 // invariants are described once, in include/memkit/allocator.hpp.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -12,6 +13,7 @@
 
 #include "allocator/arena.hpp"
 #include "allocator/fences.hpp"
+#include "allocator/recorder.hpp"
 #include "allocator/thread_cache.hpp"
 #include "memkit/allocator.hpp"
 #include "pools/address_map.hpp"
@@ -58,6 +60,8 @@ struct allocator::state {
   segment_pool large;                    // larger requests, policy segments
   std::unique_ptr<arena> vm;             // larger requests, policy arena
   pools::address_map<block> live;        // live blocks by address
+  std::atomic<bool> recording{false};    // calls go to `record` (read without the lock)
+  recorder record;                       // kept for the allocator's life: see recorder.hpp
   std::unordered_map<block*, std::vector<queue_id>> extra_uses;  // record_use
   std::vector<deferred_block> deferred;  // freed blocks waiting on other queues
   statistics stats;                      // the cheap counters

@@ -289,6 +289,22 @@ memkit_status memkit_reset_peak(memkit_allocator* allocator) {
   });
 }
 
+memkit_status memkit_start_recording(memkit_allocator* allocator, const char* path) {
+  return guarded([&] {
+    require(allocator, "memkit_start_recording", "allocator");
+    require(path, "memkit_start_recording", "path");
+    allocator->impl.start_recording(path);
+  });
+}
+
+memkit_status memkit_stop_recording(memkit_allocator* allocator, uint64_t* events) {
+  return guarded([&] {
+    require(allocator, "memkit_stop_recording", "allocator");
+    const std::uint64_t written = allocator->impl.stop_recording();
+    if (events) *events = written;
+  });
+}
+
 memkit_status memkit_clear_cache(memkit_allocator* allocator) {
   return guarded([&] {
     require(allocator, "memkit_clear_cache", "allocator");

@@ -236,11 +236,18 @@ void parse_memkit(std::string_view text, trace_data& trace, step_key_lines& step
     const std::vector<std::string_view> fields = split(line, ',');
     const std::string_view kind = fields[0];
     std::uint64_t id = 0;
+    // A recording (allocator_options::record_path) adds the moment, in ns: checked,
+    // not replayed.
+    const auto check_time = [&](std::string_view field) {
+      std::uint64_t ns = 0;
+      if (!parse_unsigned(field, ns)) builder.fail(line_number, "bad time " + quote(field));
+    };
     if (kind == "a") {
       // The stream may be left out: stream 0.
-      if (fields.size() != 3 && fields.size() != 4) {
-        builder.fail(line_number, "expected 'a,<id>,<size>,<stream>', got " + quote(line));
+      if (fields.size() < 3 || fields.size() > 5) {
+        builder.fail(line_number, "expected 'a,<id>,<size>,<stream>[,<ns>]', got " + quote(line));
       }
+      if (fields.size() == 5) check_time(fields[4]);
       std::uint64_t size = 0;
       if (!parse_unsigned(fields[1], id)) {
         builder.fail(line_number, "bad block id " + quote(fields[1]));
@@ -248,13 +255,14 @@ void parse_memkit(std::string_view text, trace_data& trace, step_key_lines& step
       if (!parse_unsigned(fields[2], size)) {
         builder.fail(line_number, "bad size " + quote(fields[2]));
       }
-      const std::string_view stream = fields.size() == 4 ? fields[3] : std::string_view("0");
+      const std::string_view stream = fields.size() >= 4 ? fields[3] : std::string_view("0");
       if (stream.empty()) builder.fail(line_number, "empty stream");
       builder.allocate(id, static_cast<std::size_t>(size), stream, line_number);
     } else if (kind == "f") {
-      if (fields.size() != 2) {
-        builder.fail(line_number, "expected 'f,<id>', got " + quote(line));
+      if (fields.size() != 2 && fields.size() != 3) {
+        builder.fail(line_number, "expected 'f,<id>[,<ns>]', got " + quote(line));
       }
+      if (fields.size() == 3) check_time(fields[2]);
       if (!parse_unsigned(fields[1], id)) {
         builder.fail(line_number, "bad block id " + quote(fields[1]));
       }

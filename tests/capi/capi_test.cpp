@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -221,4 +222,27 @@ TEST(capi, gpu_backends_report_unavailable) {
     EXPECT_EQ(backend, nullptr);
   }
   EXPECT_EQ(memkit_vulkan_backend_create(-1, 0, nullptr), MEMKIT_INVALID_ARGUMENT);
+}
+
+TEST(capi, records_calls_to_a_trace) {
+  memkit_backend* sim = memkit_sim_backend_create(0, 0);
+  memkit_allocator* a = memkit_allocator_create(sim);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(memkit_start_recording(a, nullptr), MEMKIT_INVALID_ARGUMENT);
+  EXPECT_EQ(memkit_start_recording(nullptr, "x.csv"), MEMKIT_INVALID_ARGUMENT);
+  EXPECT_EQ(memkit_start_recording(a, "/nonexistent-dir/x.csv"), MEMKIT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(memkit_last_error()).find("/nonexistent-dir/x.csv"), std::string::npos);
+  const std::string path = ::testing::TempDir() + "memkit_capi_record.csv";
+  ASSERT_EQ(memkit_start_recording(a, path.c_str()), MEMKIT_OK);
+  std::uint64_t address = 0;
+  std::size_t size = 0;
+  ASSERT_EQ(memkit_allocate(a, 3 << 20, 0, &address, &size), MEMKIT_OK);
+  ASSERT_EQ(memkit_free(a, address), MEMKIT_OK);
+  std::uint64_t events = 0;
+  EXPECT_EQ(memkit_stop_recording(a, &events), MEMKIT_OK);
+  EXPECT_EQ(events, 2u);
+  EXPECT_EQ(memkit_stop_recording(a, nullptr), MEMKIT_OK);  // none under way
+  std::remove(path.c_str());
+  memkit_allocator_destroy(a);
+  memkit_backend_destroy(sim);
 }

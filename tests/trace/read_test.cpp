@@ -98,7 +98,7 @@ TEST(trace_read, bad_input_names_file_and_line) {
   const expectation cases[] = {
       {"bad_action.csv", "bad_action.csv:3: ", "unknown action 'x'"},
       {"malformed_line.csv", "malformed_line.csv:2: ", "bad size '12ab'"},
-      {"missing_field.csv", "missing_field.csv:2: ", "expected 'a,<id>,<size>,<stream>'"},
+      {"missing_field.csv", "missing_field.csv:2: ", "expected 'a,<id>,<size>,<stream>[,<ns>]'"},
       {"unknown_free.csv", "unknown_free.csv:3: ", "free of unknown block id 5"},
       {"repeated_free.csv", "repeated_free.csv:3: ", "repeated free of block id 0"},
       {"live_allocation.csv", "live_allocation.csv:2: ", "which is live"},
