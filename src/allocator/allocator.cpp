@@ -78,6 +78,7 @@ allocation allocator::state::on_allocated(block* b, std::size_t bytes, bool hit)
 allocator::allocator(backend& device, allocator_options options)
     : state_(std::make_unique<state>(device, options)) {
   if (options.wired_limit) set_wired_limit(options.wired_limit);
+  if (!options.record_path.empty()) start_recording(options.record_path);
 }
 
 allocator::~allocator() {
@@ -89,7 +90,8 @@ allocator::~allocator() {
   s.vm.reset();  // unmaps and releases its pages, then its range
 }
 
-allocation allocator::allocate(std::size_t bytes, queue_id queue) {
+[[gnu::always_inline]] inline allocation allocator::allocate_unrecorded(std::size_t bytes,
+                                                                        queue_id queue) {
   if (bytes == 0) return {};
   state& s = *state_;
   if (bytes > s.facts.max_buffer) [[unlikely]] {
@@ -141,7 +143,7 @@ allocation allocator::allocate(std::size_t bytes, queue_id queue) {
   return a;
 }
 
-void allocator::free(address_t address) {
+[[gnu::always_inline]] inline void allocator::free_unrecorded(address_t address) {
   if (address == 0) return;
   state& s = *state_;
   if (s.thread_caching) {
@@ -183,6 +185,34 @@ void allocator::free(address_t address) {
   if (idled_pages) s.record_fence(queue, serial);
   if (over_cache_limit) [[unlikely]]
     s.trim_cache();
+}
+
+// The public calls: the hot path above, then the recorder when one is on.
+allocation allocator::allocate(std::size_t bytes, queue_id queue) {
+  const allocation a = allocate_unrecorded(bytes, queue);
+  if (state_->recording.load(std::memory_order_relaxed) && a.address) [[unlikely]]
+    state_->record.on_allocate(a.address, bytes, queue);
+  return a;
+}
+
+void allocator::free(address_t address) {
+  // Recorded first: once freed, the address may be handed out again on another
+  // thread, whose allocation must come after this free in the trace. (A bad address
+  // was never recorded: the recorder writes nothing for it.)
+  if (state_->recording.load(std::memory_order_relaxed) && address) [[unlikely]]
+    state_->record.on_free(address);
+  free_unrecorded(address);
+}
+
+void allocator::start_recording(const std::string& path) {
+  state& s = *state_;
+  s.record.start(path, s.facts.name);
+  s.recording.store(true, std::memory_order_relaxed);
+}
+
+std::uint64_t allocator::stop_recording() {
+  state_->recording.store(false, std::memory_order_relaxed);
+  return state_->record.stop();
 }
 
 bool allocator::state::free_locked(block* b, address_t address) {
