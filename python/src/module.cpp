@@ -491,6 +491,16 @@ PYBIND11_MODULE(_memkit, m) {
            })
       .def("reset_peak",
            [](const py_allocator& self) { self.use("memkit.Allocator.reset_peak").reset_peak(); })
+      .def(
+          "start_recording",
+          [](const py_allocator& self, const std::string& path) {
+            self.use("memkit.Allocator.start_recording").start_recording(path);
+          },
+          py::arg("path"))
+      .def("stop_recording",
+           [](const py_allocator& self) {
+             return self.use("memkit.Allocator.stop_recording").stop_recording();
+           })
       .def("largest_free_block",
            [](const py_allocator& self) {
              return self.use("memkit.Allocator.largest_free_block").calculate_largest_free_block();

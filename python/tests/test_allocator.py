@@ -260,3 +260,18 @@ def test_device_backends_where_present(backend):
         assert a.statistics()["live_blocks"] == 1
         a.free(block)
         assert a.statistics()["frees"] == 1
+
+
+def test_recording_gives_a_trace_replay_reads(tmp_path):
+    path = tmp_path / "calls.csv"
+    alloc = memkit.Allocator("sim")
+    alloc.start_recording(str(path))
+    blocks = [alloc.allocate(size) for size in (100, 3 << 20, 40 << 20)]
+    for block in blocks:
+        alloc.free(block)
+    assert alloc.stop_recording() == 6
+    result = memkit.replay(str(path))
+    assert result["allocations"] == 3
+    assert result["events"] == 6
+    with pytest.raises(memkit.InvalidArgument, match="cannot open"):
+        alloc.start_recording(str(tmp_path / "no" / "dir.csv"))
