@@ -1,4 +1,4 @@
-// The narrow interface every backend implements (DESIGN.md, "backend primitives").
+// The narrow interface every backend implements (docs/ARCHITECTURE.md, "The backend interface").
 // A backend hands out raw segments, optionally reserves address space and maps
 // physical pages into it, and runs queues whose fences complete in order. It holds
 // no policy: the allocator decides what to ask for and when.

@@ -1,6 +1,6 @@
 // Planning a recorded graph of kernels: every tensor gets a (buffer, offset) once, so
 // the graph runs with the buffers allocated up front and no allocator call after
-// (DESIGN.md, "planner"; issue 8).
+// (docs/ARCHITECTURE.md, "Arrays, planner, tools").
 //
 // A graph is a list of kernels in the order they run; each binds tensors with an
 // access (read, write, read_write). A tensor lives from the first kernel that binds

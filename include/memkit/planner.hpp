@@ -1,5 +1,5 @@
 // Whole-graph memory planning: give every buffer of a known schedule an offset in one
-// arena, as low as possible (DESIGN.md, "planner"; issue 8).
+// arena, as low as possible (docs/ARCHITECTURE.md, "Arrays, planner, tools").
 //
 // The problem. Each buffer has a size and a half-open lifetime [lower, upper). Two
 // buffers whose lifetimes overlap must not overlap in memory. A plan gives each buffer
