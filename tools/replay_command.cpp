@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -138,6 +139,24 @@ std::string mib(std::size_t bytes) {
   return buffer;
 }
 
+// A size in the largest binary unit it reaches: "1 TiB", "2 MiB", "1.5 GiB".
+std::string binary_size(std::size_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char buffer[48];
+  std::snprintf(
+      buffer, sizeof buffer,
+      value == static_cast<double>(static_cast<std::uint64_t>(value)) ? "%.0f %s" : "%.1f %s",
+      value, kUnits[unit]);
+  return buffer;
+}
+
 void print_table(const trace::report_section& section) {
   const trace::trace_data& trace = *section.trace;
   const trace::replay_result& result = section.result;
@@ -157,8 +176,8 @@ void print_table(const trace::report_section& section) {
                      (trace.streams.size() == 1 ? "" : "s") + ")");
   std::string device = "cpu (host memory)";
   if (section.options.device == backend_kind::sim) {
-    device = "sim, capacity " + mib(section.options.capacity) + ", granularity " +
-             mib(section.options.granularity);
+    device = "sim, capacity " + binary_size(section.options.capacity) + ", granularity " +
+             binary_size(section.options.granularity);
     if (section.options.device_lag > 0) {
       device += ", " + std::to_string(section.options.device_lag) +
                 (section.options.lag_seed ? " events behind at most" : " events behind");
