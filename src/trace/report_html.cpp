@@ -165,6 +165,23 @@ constexpr std::string_view kScript = R"HTML(<div id="tooltip"></div>
     if (value >= 1 << 10) return (value / (1 << 10)).toFixed(1) + " KiB";
     return value + " B";
   }
+  // Axis steps of bytes: round numbers of the largest binary unit the range reaches
+  // (1 GiB, 2 GiB, ...; 256 MiB, 512 MiB, ...), labelled without trailing zeros.
+  const units = [[1 << 30, "GiB"], [1 << 20, "MiB"], [1 << 10, "KiB"], [1, "B"]];
+  function byteStep(range, count) {
+    const [unit] = units.find(([u]) => range >= u) || units[units.length - 1];
+    return niceStep(range / unit, count) * unit;
+  }
+  function byteLabel(value) {
+    if (value === 0) return "0";
+    const [unit, name] = units.find(([u]) => value >= u) || units[units.length - 1];
+    return Number((value / unit).toFixed(2)) + " " + name;
+  }
+  // Every chart scales to the page's width; its drawing keeps its own coordinates.
+  function chart(width, height) {
+    return element("svg", { viewBox: "0 0 " + width + " " + height,
+                            style: "width: 100%; max-width: " + width + "px; height: auto" });
+  }
   function niceStep(range, count) {
     const raw = range / count, power = Math.pow(10, Math.floor(Math.log10(raw)));
     for (const m of [1, 2, 2.5, 5, 10]) if (raw <= m * power) return m * power;
@@ -180,20 +197,20 @@ constexpr std::string_view kScript = R"HTML(<div id="tooltip"></div>
 
   function drawTimeline(host, data, index) {
     const width = 1100, height = 340, left = 80, right = 20, top = 16, bottom = 40;
-    const svg = element("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height });
+    const svg = chart(width, height);
     const points = data.timeline;
     const xMax = Math.max(1, data.events);
     let yMax = Math.max(data.peak_reserved, data.peak_live, data.pytorch_peak_reserved,
                         data.min_capacity, 1);
     for (const p of points) yMax = Math.max(yMax, p[1], p[2]);
-    const step = niceStep(yMax, 5);
+    const step = byteStep(yMax, 5);
     yMax = Math.ceil(yMax * 1.05 / step) * step;
     const x = e => left + (width - left - right) * e / xMax;
     const y = b => top + (height - top - bottom) * (1 - b / yMax);
     for (let v = 0; v <= yMax + 1; v += step) {
       element("line", { x1: left, x2: width - right, y1: y(v), y2: y(v), stroke: "#eee" }, svg);
       element("text", { x: left - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 11 }, svg)
-          .textContent = bytes(v);
+          .textContent = byteLabel(v);
     }
     const xStep = niceStep(xMax, 6);
     for (let e = 0; e <= xMax; e += xStep) {
@@ -233,7 +250,8 @@ constexpr std::string_view kScript = R"HTML(<div id="tooltip"></div>
                                      visibility: "hidden" }, svg);
     svg.addEventListener("mousemove", ev => {
       const box = svg.getBoundingClientRect();
-      const event = (ev.clientX - box.left - left) / (width - left - right) * xMax;
+      const drawnX = (ev.clientX - box.left) * width / box.width;  // the chart is scaled
+      const event = (drawnX - left) / (width - left - right) * xMax;
       let best = null;
       for (const p of points) if (best === null || Math.abs(p[0] - event) < Math.abs(best[0] - event)) best = p;
       if (!best || event < 0 || event > xMax) { hideTip(); cursor.setAttribute("visibility", "hidden"); return; }
@@ -257,7 +275,7 @@ constexpr std::string_view kScript = R"HTML(<div id="tooltip"></div>
     const span = Math.max(1, Math.ceil(total / rows));
     const usable = width - 2 * left;
     const height = rows * (rowHeight + gap) + gap;
-    const svg = element("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height });
+    const svg = chart(width, height);
     function rect(start, length, attributes, tip) {
       // One rectangle per row the range touches.
       let position = start, rest = length;
