@@ -1,5 +1,6 @@
 #include "io/input_file.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -120,6 +121,30 @@ std::string input_file::describe() const {
              " bytes once decompressed: not read further";
   }
   return "";
+}
+
+whole_text read_whole_text(const std::string& path, const std::string& nul_problem) {
+  input_file file(path);
+  whole_text out;
+  std::vector<char> chunk(std::size_t{1} << 16);
+  const auto stop = [&](std::string problem) {
+    out.problem = std::move(problem);
+    out.line = static_cast<std::uint64_t>(std::count(out.text.begin(), out.text.end(), '\n')) + 1;
+    return out;
+  };
+  while (const std::size_t count = file.read(chunk.data(), chunk.size())) {
+    // Stop at once on binary input (/dev/zero, a gzip bomb of zeros) rather than read
+    // it whole: no text format memkit reads has a NUL byte.
+    if (const void* nul = std::memchr(chunk.data(), 0, count)) {
+      out.text.append(chunk.data(),
+                      static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data()));
+      return stop(nul_problem);
+    }
+    out.text.append(chunk.data(), count);
+  }
+  out.cannot_open = file.get_status() == input_file::status::cannot_open;
+  if (file.get_status() != input_file::status::end) return stop(file.describe());
+  return out;
 }
 
 }  // namespace memkit::io

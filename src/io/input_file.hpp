@@ -64,4 +64,16 @@ class input_file {
   status status_ = status::ok;
 };
 
+// A whole file as text, within input_file's bounds. Binary input ends the reading at
+// its first NUL byte. When the text is not whole, `problem` says why (the NUL byte
+// as `nul_problem`, else input_file::describe()) and `line` is where (from 1);
+// `cannot_open` tells a file that could not be opened at all.
+struct whole_text {
+  std::string text;
+  std::string problem;  // empty when the file was read whole
+  std::uint64_t line = 0;
+  bool cannot_open = false;
+};
+whole_text read_whole_text(const std::string& path, const std::string& nul_problem);
+
 }  // namespace memkit::io

@@ -144,28 +144,13 @@ instance parse_instance(std::istream& in, const std::string& name) {
 }
 
 instance read_instance(const std::string& path) {
-  // Whole, within io::input_file's bounds (and gzip is read too); a NUL byte ends
-  // the reading of binary input at once.
-  io::input_file file(path);
-  std::string text;
-  std::vector<char> chunk(std::size_t{1} << 16);
-  const auto fail = [&](const std::string& what) {
-    const auto line = static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-    throw located_error("read_instance", path, line, what);
-  };
-  while (const std::size_t count = file.read(chunk.data(), chunk.size())) {
-    if (const void* nul = std::memchr(chunk.data(), 0, count)) {
-      text.append(chunk.data(),
-                  static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data()));
-      fail("a NUL byte: not an instance");
-    }
-    text.append(chunk.data(), count);
+  // Whole, within io::input_file's bounds (and gzip is read too).
+  io::whole_text file = io::read_whole_text(path, "a NUL byte: not an instance");
+  if (file.cannot_open) {
+    throw planner_error("[memkit::planner::read_instance] " + path + ": " + file.problem);
   }
-  if (file.get_status() == io::input_file::status::cannot_open) {
-    throw planner_error("[memkit::planner::read_instance] " + path + ": " + file.describe());
-  }
-  if (file.get_status() != io::input_file::status::end) fail(file.describe());
-  std::istringstream in(std::move(text));
+  if (!file.problem.empty()) throw located_error("read_instance", path, file.line, file.problem);
+  std::istringstream in(std::move(file.text));
   return parse_instance_as(in, path, "read_instance");
 }
 

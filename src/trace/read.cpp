@@ -591,28 +591,10 @@ std::string name_from_path(const std::string& path) {
 
 // The whole file, decompressed when it is gzip, within io::input_file's bounds.
 std::string read_file(const std::string& path) {
-  io::input_file file(path);
-  std::string text;
-  std::array<char, 1 << 16> chunk{};
-  const auto line_so_far = [&] {
-    return static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-  };
-  while (const std::size_t count = file.read(chunk.data(), chunk.size())) {
-    // No trace format has a NUL byte: stop at once on binary input (/dev/zero, a
-    // gzip bomb of zeros) rather than read it whole.
-    if (const void* nul = std::memchr(chunk.data(), 0, count)) {
-      text.append(chunk.data(),
-                  static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data()));
-      fail_at(path, line_so_far(), "a NUL byte: not a trace");
-    }
-    text.append(chunk.data(), count);
-  }
-  if (file.get_status() == io::input_file::status::cannot_open) {
-    throw trace_error(kRead + path + ": " + file.describe());
-  }
-  if (file.get_status() != io::input_file::status::end)
-    fail_at(path, line_so_far(), file.describe());
-  return text;
+  io::whole_text file = io::read_whole_text(path, "a NUL byte: not a trace");
+  if (file.cannot_open) throw trace_error(kRead + path + ": " + file.problem);
+  if (!file.problem.empty()) fail_at(path, file.line, file.problem);
+  return std::move(file.text);
 }
 
 }  // namespace
