@@ -78,6 +78,7 @@ nlohmann::json replay_json(const trace::report_section& section) {
     if (result.completed) {
       out["maps_per_step"] = per_step(result.maps, trace.steps);
       out["unmaps_per_step"] = per_step(result.unmaps, trace.steps);
+      if (!result.unmaps_by_step.empty()) out["unmaps_by_step"] = result.unmaps_by_step;
     }
   }
   if (result.has_unmaps_after_warmup) {

@@ -130,12 +130,14 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   replay_setup setup = make_setup(trace, options, result.peak_live_bytes);
   std::vector<address_t> addresses(trace.allocations);
   const std::uint64_t total = trace.events.size();
-  // With step markers the run pauses where the first step after the warmup starts, to
-  // read the unmaps so far.
+  // With step markers the run pauses where each step starts, to read the unmaps so
+  // far (one statistics read a step).
+  std::vector<std::uint64_t> pauses;
+  for (std::size_t k = 1; k < trace.step_starts.size(); ++k)
+    pauses.push_back(std::min<std::uint64_t>(trace.step_starts[k], total));
+  pauses.push_back(total);
   const bool after_warmup = trace.step_starts.size() > trace.warmup_steps;
-  const std::uint64_t pause =
-      after_warmup ? std::min<std::uint64_t>(trace.step_starts[trace.warmup_steps], total) : total;
-  std::uint64_t unmaps_at_pause = 0;
+  std::uint64_t unmaps_at_warmup = 0;
   const auto run = [&](std::uint64_t first, std::uint64_t stop) {
     if (options.progress) {
       const auto& progress = options.progress;
@@ -147,10 +149,16 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   };
 
   const auto start = std::chrono::steady_clock::now();
-  result.events = run(0, pause);
-  if (result.completed && pause < total) {
-    unmaps_at_pause = setup.memory->get_statistics().unmaps;
-    result.events = run(pause, total);
+  std::uint64_t unmaps_before = 0;
+  for (std::size_t k = 0; k < pauses.size(); ++k) {
+    if (after_warmup && k == trace.warmup_steps) unmaps_at_warmup = unmaps_before;
+    result.events = run(result.events, std::max(result.events, pauses[k]));
+    if (!result.completed) break;
+    if (!trace.step_starts.empty()) {
+      const std::uint64_t unmaps = setup.memory->get_statistics().unmaps;
+      result.unmaps_by_step.push_back(unmaps - unmaps_before);
+      unmaps_before = unmaps;
+    }
   }
   const auto stop = std::chrono::steady_clock::now();
   if (options.progress) options.progress(result.events, total);
@@ -172,7 +180,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   result.unmaps = result.final_statistics.unmaps;
   if (after_warmup && result.completed) {
     result.has_unmaps_after_warmup = true;
-    result.unmaps_after_warmup = result.unmaps - unmaps_at_pause;
+    result.unmaps_after_warmup = result.unmaps - unmaps_at_warmup;
   }
   if (const auto* sim = dynamic_cast<const sim_backend*>(setup.device.get())) {
     result.simulated_backend_ns = sim->get_counters().simulated_ns;

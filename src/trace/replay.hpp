@@ -57,6 +57,9 @@ struct replay_result {
   // unmapped from the marker that starts step trace.warmup_steps to the end.
   bool has_unmaps_after_warmup = false;
   std::uint64_t unmaps_after_warmup = 0;
+  // With step markers: pages unmapped in each step (the events before the first
+  // marker count in the first step).
+  std::vector<std::uint64_t> unmaps_by_step;
   std::uint64_t waits = 0;                 // sim only: waits on unfinished fences (host stalls)
   std::uint64_t simulated_backend_ns = 0;  // sim only: the device's modelled cost of those calls
   std::uint64_t loop_ns = 0;               // wall time of the replay loop only

@@ -138,6 +138,12 @@ TEST(trace_replay, unmaps_after_the_warmup_are_those_after_its_marker) {
   ASSERT_TRUE(whole.has_unmaps_after_warmup);
   EXPECT_GT(whole.unmaps, before.unmaps);
   EXPECT_EQ(whole.unmaps_after_warmup, whole.unmaps - before.unmaps);
+  // One figure a step, adding up to the whole and to what the prefix saw.
+  ASSERT_EQ(whole.unmaps_by_step.size(), markers);
+  EXPECT_EQ(whole.unmaps_by_step[0] + whole.unmaps_by_step[1], before.unmaps);
+  std::uint64_t sum = 0;
+  for (std::uint64_t u : whole.unmaps_by_step) sum += u;
+  EXPECT_EQ(sum, whole.unmaps);
 
   // No step after the warmup (one marker, default warmup 1): no figure.
   const replay_result one = replay(parse("s\na,0,10,0\nf,0\n", "one.csv"), floor);
