@@ -25,6 +25,11 @@ def _finalizer(device, address):
 class MemkitCUDAMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
     """Device allocations through memkit (on the default stream)."""
 
+    def initialize(self):
+        """Called by Numba once its context exists: loads memkit's CUDA library (the
+        allocator itself is made at the first allocation on each device)."""
+        _cuda.library()
+
     def memalloc(self, size):
         device = self.context.device.id
         address = _cuda.allocate(device, size, 0)

@@ -688,6 +688,9 @@ std::size_t allocator::calculate_largest_free_block() const {
 
 std::vector<segment_view> allocator::calculate_segments() const {
   std::lock_guard lock(state_->mutex);
+  // Blocks parked in thread caches are free to the program: back to the pools, so
+  // that the live blocks shown add up to active_bytes.
+  state_->flush_thread_caches_locked();
   std::vector<segment_view> views;
   for (const segment_pool* pool : {&state_->small, &state_->large}) {
     for (const segment* seg : pool->get_segments()) {

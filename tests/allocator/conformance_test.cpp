@@ -249,6 +249,29 @@ TYPED_TEST(conformance, cache_limit_releases_least_recently_used_first) {
   for (const allocation& x : {b2, c2, pin1, pin2}) this->allocator_->free(x.address);
 }
 
+// The snapshot's live blocks are what the program holds: small blocks parked in this
+// thread's cache after their free are not among them (torch.cuda.memory_snapshot
+// users add them up against memory_allocated()).
+TYPED_TEST(conformance, snapshot_live_blocks_add_up_to_active_bytes) {
+  std::vector<allocation> kept;
+  for (int i = 0; i < 8; ++i) {
+    kept.push_back(this->allocator_->allocate(std::size_t{4096} << (i % 3)));
+    this->allocator_->free(this->allocator_->allocate(std::size_t{8192} << (i % 3)).address);
+  }
+  kept.push_back(this->allocator_->allocate(std::size_t{3} << 20));
+  std::size_t live = 0, requested = 0;
+  for (const segment_view& v : this->allocator_->calculate_segments()) {
+    for (const block_view& b : v.blocks) {
+      live += b.live ? b.size : 0;
+      requested += b.live ? b.requested : 0;
+    }
+  }
+  const statistics s = this->allocator_->get_statistics();
+  EXPECT_EQ(live, s.active_bytes);
+  EXPECT_EQ(requested, s.requested_bytes);
+  for (const allocation& a : kept) this->allocator_->free(a.address);
+}
+
 TYPED_TEST(conformance, unknown_free_is_an_error_that_changes_nothing) {
   const allocation a = this->allocator_->allocate(1000);
   const statistics before = this->allocator_->get_statistics();
