@@ -53,6 +53,74 @@ std::uint64_t luby(std::uint64_t k) {
   }
 }
 
+// Of members[begin, end) (one group, sorted by lower), the buffers to stack at the
+// bottom first. A buffer at the bottom leaves its bytes empty while it is dead, so
+// it may go there when, at every moment it is dead, the bytes live plus those of
+// the stacked buffers dead then stay within the group's LOAD: the rest can then
+// still be planned as low as LOAD above the stack. A buffer live over the group's
+// whole span always qualifies; long-lived ones often do, and taking them out lets
+// the rest split where only they crossed (a generate loop's two lasting buffers
+// held its 677k buffers in one part). Longest lives are tried first, 64 at most.
+std::vector<bool> calculate_bottom_stack(const std::vector<buffer>& buffers,
+                                         const std::vector<std::size_t>& members, std::size_t begin,
+                                         std::size_t end) {
+  const std::size_t n = end - begin;
+  std::vector<bool> bottom(n, false);
+  // Moments where the live bytes change, and the bytes live from each until the next.
+  std::vector<std::int64_t> moments;
+  moments.reserve(2 * n);
+  for (std::size_t k = begin; k < end; ++k) {
+    moments.push_back(buffers[members[k]].lower);
+    moments.push_back(buffers[members[k]].upper);
+  }
+  std::sort(moments.begin(), moments.end());
+  moments.erase(std::unique(moments.begin(), moments.end()), moments.end());
+  auto index_of = [&](std::int64_t t) {
+    return static_cast<std::size_t>(std::lower_bound(moments.begin(), moments.end(), t) -
+                                    moments.begin());
+  };
+  std::vector<std::int64_t> level(moments.size() + 1, 0);  // difference array, then levels
+  for (std::size_t k = begin; k < end; ++k) {
+    const buffer& b = buffers[members[k]];
+    level[index_of(b.lower)] += b.size;
+    level[index_of(b.upper)] -= b.size;
+  }
+  std::int64_t load = 0;
+  for (std::size_t m = 0; m < moments.size(); ++m) {
+    if (m > 0) level[m] += level[m - 1];
+    load = std::max(load, level[m]);
+  }
+  // Candidates: the longest lives.
+  constexpr std::size_t kCandidates = 64;
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  const std::size_t considered = std::min(n, kCandidates);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(considered),
+                    order.end(), [&](std::size_t x, std::size_t y) {
+                      const buffer& a = buffers[members[begin + x]];
+                      const buffer& b = buffers[members[begin + y]];
+                      if (a.upper - a.lower != b.upper - b.lower)
+                        return a.upper - a.lower > b.upper - b.lower;
+                      return x < y;
+                    });
+  // level[m] grows by the size of every stacked buffer dead at moment m.
+  for (std::size_t c = 0; c < considered; ++c) {
+    const buffer& b = buffers[members[begin + order[c]]];
+    const std::size_t first = index_of(b.lower), last = index_of(b.upper);
+    bool fits = true;
+    for (std::size_t m = 0; m < moments.size() - 1 && fits; ++m) {
+      if (m >= first && m < last) continue;
+      fits = level[m] + b.size <= load;
+    }
+    if (!fits) continue;
+    bottom[order[c]] = true;
+    for (std::size_t m = 0; m < moments.size() - 1; ++m) {
+      if (m < first || m >= last) level[m] += b.size;
+    }
+  }
+  return bottom;
+}
+
 }  // namespace
 
 decomposition decompose(const instance& inst) {
@@ -94,13 +162,14 @@ decomposition decompose(const instance& inst) {
         lowest = std::min(lowest, buffers[members[k]].lower);
         highest = std::max(highest, buffers[members[k]].upper);
       }
-      // A buffer live over the group's whole span shares a moment with every other
-      // buffer of the group, so it can sit at the bottom: stack those first.
+      // Buffers that can sit at the bottom, stacked, at no cost to the height: see
+      // calculate_bottom_stack.
       std::int64_t base = item.base;
       std::vector<std::size_t> rest;
+      const std::vector<bool> bottom = calculate_bottom_stack(buffers, members, begin, end);
       for (std::size_t k = begin; k < end; ++k) {
         const std::size_t i = members[k];
-        if (buffers[i].lower == lowest && buffers[i].upper == highest) {
+        if (bottom[k - begin]) {
           result.fixed_offsets[i] = base;
           base += buffers[i].size;
         } else {

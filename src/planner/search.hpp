@@ -21,8 +21,9 @@ struct part {
 };
 
 struct decomposition {
-  // Offsets fixed by the split (buffers live over their whole part, stacked at the
-  // bottom of it); -1 for buffers that belong to a part.
+  // Offsets fixed by the split (buffers stacked at the bottom of their group where
+  // that costs no height: see calculate_bottom_stack in search.cpp); -1 for buffers
+  // that belong to a part.
   std::vector<std::int64_t> fixed_offsets;
   std::vector<part> parts;
 };

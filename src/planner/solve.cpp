@@ -1,5 +1,8 @@
-// solve(): the greedy floor, then the search, capacity by capacity (memkit/planner.hpp).
+// solve(): the greedy floor, then the search, capacity by capacity; large instances
+// that split, part by part (memkit/planner.hpp).
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -78,9 +81,110 @@ double seconds_since(clock::time_point start) {
   return std::chrono::duration<double>(clock::now() - start).count();
 }
 
+// A large instance that splits is planned part by part: each part gets its own best
+// fit, repair and search (on a long schedule best fit over the whole instance costs
+// a pass over every buffer per round, while a part's rounds cost only its own), in a
+// share of the time left as large as its share of the buffers left. The parts lie
+// side by side in time above their bases, so their plans together are one.
+result solve_impl(const instance& inst, const options& opts, std::int64_t enough);
+
+result solve_by_parts(const instance& inst, const options& opts, const detail::decomposition& split,
+                      clock::time_point start, clock::time_point deadline) {
+  result out;
+  out.load_bytes = load(inst);
+  out.parts = split.parts.size();
+  out.best.offsets = split.fixed_offsets;
+  std::int64_t greedy_height = 0;
+  for (std::size_t i = 0; i < inst.buffers.size(); ++i) {
+    if (split.fixed_offsets[i] >= 0)
+      greedy_height = std::max(greedy_height, split.fixed_offsets[i] + inst.buffers[i].size);
+  }
+  // A loop's steps give parts that are the same but for a shift in time: each is
+  // planned once. A part's shape: its buffers in a canonical order, with times from
+  // the part's first moment.
+  struct shape {
+    std::vector<std::size_t> order;                // members, canonical order
+    std::vector<std::array<std::int64_t, 3>> key;  // lower, upper, size
+  };
+  std::vector<shape> shapes(split.parts.size());
+  std::vector<std::size_t> planned_as(split.parts.size());  // the part planned for it
+  std::size_t members_left = 0;
+  for (std::size_t k = 0; k < split.parts.size(); ++k) {
+    const std::vector<std::size_t>& members = split.parts[k].members;
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    for (const std::size_t i : members) first = std::min(first, inst.buffers[i].lower);
+    shape& sh = shapes[k];
+    sh.order = members;
+    std::sort(sh.order.begin(), sh.order.end(), [&](std::size_t a, std::size_t b) {
+      const buffer& x = inst.buffers[a];
+      const buffer& y = inst.buffers[b];
+      if (x.lower != y.lower) return x.lower < y.lower;
+      if (x.upper != y.upper) return x.upper < y.upper;
+      if (x.size != y.size) return x.size < y.size;
+      return a < b;
+    });
+    for (const std::size_t i : sh.order) {
+      const buffer& b = inst.buffers[i];
+      sh.key.push_back({b.lower - first, b.upper - first, b.size});
+    }
+    planned_as[k] = k;
+    for (std::size_t e = 0; e < k; ++e) {
+      if (planned_as[e] == e && shapes[e].key == sh.key) {
+        planned_as[k] = e;
+        break;
+      }
+    }
+    if (planned_as[k] == k) members_left += members.size();
+  }
+  std::vector<std::vector<std::int64_t>> shape_offsets(split.parts.size());
+  for (std::size_t k = 0; k < split.parts.size(); ++k) {
+    const detail::part& p = split.parts[k];
+    if (planned_as[k] == k) {
+      instance sub;
+      sub.buffers.reserve(p.members.size());
+      for (const std::size_t i : shapes[k].order) sub.buffers.push_back(inst.buffers[i]);
+      options sub_options = opts;
+      sub_options.capacity.reset();
+      sub_options.minimize_within_capacity = false;
+      const double left =
+          std::max(0.0, std::chrono::duration<double>(deadline - clock::now()).count());
+      sub_options.time_limit_seconds =
+          left * static_cast<double>(p.members.size()) / static_cast<double>(members_left);
+      members_left -= p.members.size();
+      // A part need not go below what keeps the whole at LOAD (or under a capacity
+      // asked for without minimising): it stops minimising there.
+      const std::int64_t target =
+          opts.capacity && !opts.minimize_within_capacity ? *opts.capacity : out.load_bytes;
+      const result part_result = solve_impl(sub, sub_options, target - p.base);
+      shape_offsets[k] = part_result.best.offsets;
+      greedy_height = std::max(greedy_height, p.base + part_result.greedy_height_bytes);
+      out.nodes += part_result.nodes;
+    }
+    const std::vector<std::int64_t>& offsets = shape_offsets[planned_as[k]];
+    for (std::size_t j = 0; j < shapes[k].order.size(); ++j)
+      out.best.offsets[shapes[k].order[j]] = p.base + offsets[j];
+  }
+  if (const validation check = validate(inst, out.best); !check) {
+    throw std::logic_error("[memkit::planner::solve] a plan by parts is invalid: " + check.message);
+  }
+  out.height_bytes = height(inst, out.best);
+  out.greedy_height_bytes = greedy_height;
+  out.fits = !opts.capacity || out.height_bytes <= *opts.capacity;
+  // Proven only at LOAD: a part proven optimal above its base says nothing of the
+  // whole.
+  out.optimal = out.height_bytes <= out.load_bytes;
+  out.seconds = seconds_since(start);
+  return out;
+}
+
 }  // namespace
 
-result solve(const instance& inst, const options& opts) {
+result solve(const instance& inst, const options& opts) { return solve_impl(inst, opts, 0); }
+
+namespace {
+
+// solve(), stopping once the height is at most `enough` (or LOAD, if higher).
+result solve_impl(const instance& inst, const options& opts, std::int64_t enough) {
   const clock::time_point start = clock::now();
   const clock::time_point deadline =
       start + std::chrono::duration_cast<clock::duration>(
@@ -93,8 +197,13 @@ result solve(const instance& inst, const options& opts) {
     }
     total += b.size;
   }
+  if (inst.buffers.size() > kLargeInstanceBuffers) {
+    const detail::decomposition split = detail::decompose(inst);
+    if (split.parts.size() > 1) return solve_by_parts(inst, opts, split, start, deadline);
+  }
   result out;
   out.load_bytes = load(inst);
+  enough = std::max(enough, out.load_bytes);
   // Every pass below is bounded by the deadline, the first one too: the time limit
   // bounds the whole call.
   out.best = detail::greedy_in_order(inst, detail::size_order(inst), deadline);
@@ -155,7 +264,7 @@ result solve(const instance& inst, const options& opts) {
             (inst.buffers.size() > kLargeInstanceBuffers ? kRepairShareLarge : kRepairShare)));
     offer(candidate);
     for (int stale = 0; stale < kRepairStaleRounds && clock::now() < repair_until; ++stale) {
-      if (out.height_bytes <= out.load_bytes) break;
+      if (out.height_bytes <= enough) break;
       if (opts.capacity && out.height_bytes <= *opts.capacity) break;
       const std::int64_t target = opts.capacity && *opts.capacity < out.height_bytes
                                       ? *opts.capacity
@@ -185,8 +294,8 @@ result solve(const instance& inst, const options& opts) {
   out.parts = state.part_count();
 
   std::int64_t proven_floor = out.load_bytes;  // no plan is lower than this
-  std::int64_t search_floor = out.load_bytes;  // the lowest capacity still worth a try
-  bool done = out.height_bytes <= out.load_bytes;
+  std::int64_t search_floor = enough;          // the lowest capacity still worth a try
+  bool done = out.height_bytes <= enough;
 
   if (opts.capacity && !done) {
     if (out.height_bytes > *opts.capacity) {
@@ -230,4 +339,5 @@ result solve(const instance& inst, const options& opts) {
   return finish(proven_floor);
 }
 
+}  // namespace
 }  // namespace memkit::planner

@@ -216,6 +216,61 @@ TEST(PlannerSearch, SplitsAtCutPointsAndStacksFullSpanBuffers) {
   EXPECT_TRUE(res.optimal);
 }
 
+// A buffer live over most of the schedule but not all of it goes to the bottom when
+// the bytes live where it is dead leave room for it under LOAD; the rest then splits
+// where only it crossed. Here a buffer born after the first step and living to the
+// end holds three steps in one part unless it is stacked.
+TEST(PlannerSearch, StacksALongLivedBufferWhereItCostsNothing) {
+  instance inst;
+  inst.buffers = {{0, 0, 2, 4},                   // before the long-lived one: 4 live
+                  {1, 1, 30, 6},                  // long-lived
+                  {2, 2, 10, 3},  {3, 5, 10, 4},  // step 1: 6 + 7 at most
+                  {4, 10, 20, 7},                 // step 2: 6 + 7
+                  {5, 20, 25, 5}, {6, 22, 30, 2}};
+  const detail::decomposition split = detail::decompose(inst);
+  EXPECT_EQ(split.fixed_offsets[1], 0) << "the long-lived buffer sits at the bottom";
+  EXPECT_EQ(split.parts.size(), 0u) << "each step is then a group of its own, stacked";
+  const result res = solve(inst, options{});
+  ASSERT_TRUE(validate(inst, res.best).ok);
+  EXPECT_EQ(res.height_bytes, res.load_bytes);
+  EXPECT_EQ(res.load_bytes, 13);
+
+  // Where the bytes live before it leave no room under LOAD (17 at moment 0, LOAD 18
+  // at moment 1), it stays.
+  inst.buffers[0].size = 12;
+  inst.buffers.push_back({7, 0, 1, 5});
+  EXPECT_EQ(load(inst), 18);
+  EXPECT_EQ(detail::decompose(inst).fixed_offsets[1], -1);
+}
+
+// A long schedule of identical steps under a lasting buffer: planned part by part,
+// each step's shape once, at LOAD.
+TEST(PlannerSearch, PlansARepeatedLoopStepByStep) {
+  std::mt19937 rng(11);
+  const instance step = random_instance(rng, 600, 100, 1000);
+  instance inst;
+  inst.buffers.push_back(buffer{0, 0, 30 * 100 + 1, 500});  // lives through every step
+  for (int k = 0; k < 30; ++k) {
+    for (const buffer& b : step.buffers) {
+      inst.buffers.push_back(buffer{static_cast<std::int64_t>(inst.buffers.size()),
+                                    1 + k * 100 + b.lower, 1 + k * 100 + b.upper, b.size});
+    }
+  }
+  options opts;
+  opts.time_limit_seconds = 2;
+  const result res = solve(inst, opts);
+  ASSERT_TRUE(validate(inst, res.best).ok);
+  EXPECT_EQ(res.parts, 30u);
+  EXPECT_EQ(res.best.offsets[0], 0);
+  for (int k = 1; k < 30; ++k) {
+    for (std::size_t j = 1; j <= step.buffers.size(); ++j) {
+      ASSERT_EQ(res.best.offsets[k * step.buffers.size() + j], res.best.offsets[j])
+          << "step " << k << " is planned as the first";
+    }
+  }
+  EXPECT_LE(res.height_bytes, 500 + height(step, greedy_best_fit(step)));
+}
+
 TEST(PlannerSearch, EmptyInstance) {
   const result res = solve(instance{}, options{});
   EXPECT_EQ(res.height_bytes, 0);
