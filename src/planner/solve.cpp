@@ -4,7 +4,9 @@
 #include <array>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "memkit/planner.hpp"
 #include "planner/search.hpp"
@@ -25,7 +27,8 @@ constexpr int kRepairStaleRounds = 16;  // rounds without a lower plan before gi
 // The parts of an instance with their searches, and a way to try one capacity.
 class planner_state {
  public:
-  explicit planner_state(const instance& inst) : inst_(inst), split_(detail::decompose(inst)) {
+  planner_state(const instance& inst, detail::decomposition split)
+      : inst_(inst), split_(std::move(split)) {
     for (const detail::part& p : split_.parts) {
       searches_.push_back(std::make_unique<detail::part_search>(inst, p.members));
     }
@@ -197,9 +200,12 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
     }
     total += b.size;
   }
+  // The split, computed once: here for large instances (which may go part by part),
+  // for the search otherwise.
+  std::optional<detail::decomposition> split;
   if (inst.buffers.size() > kLargeInstanceBuffers) {
-    const detail::decomposition split = detail::decompose(inst);
-    if (split.parts.size() > 1) return solve_by_parts(inst, opts, split, start, deadline);
+    split = detail::decompose(inst);
+    if (split->parts.size() > 1) return solve_by_parts(inst, opts, *split, start, deadline);
   }
   result out;
   out.load_bytes = load(inst);
@@ -290,7 +296,7 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   // The search's setup costs time and memory in proportion to the instance: none
   // once the time is up.
   if (clock::now() > deadline) return finish(out.load_bytes);
-  planner_state state(inst);
+  planner_state state(inst, split ? std::move(*split) : detail::decompose(inst));
   out.parts = state.part_count();
 
   std::int64_t proven_floor = out.load_bytes;  // no plan is lower than this

@@ -229,7 +229,12 @@ TEST(PlannerSearch, StacksALongLivedBufferWhereItCostsNothing) {
                   {5, 20, 25, 5}, {6, 22, 30, 2}};
   const detail::decomposition split = detail::decompose(inst);
   EXPECT_EQ(split.fixed_offsets[1], 0) << "the long-lived buffer sits at the bottom";
-  EXPECT_EQ(split.parts.size(), 0u) << "each step is then a group of its own, stacked";
+  for (const detail::part& p : split.parts) {
+    for (const std::size_t i : p.members) {
+      EXPECT_EQ(inst.buffers[i].lower / 10, inst.buffers[p.members[0]].lower / 10)
+          << "a part holds one step: the steps split once the buffer is stacked";
+    }
+  }
   const result res = solve(inst, options{});
   ASSERT_TRUE(validate(inst, res.best).ok);
   EXPECT_EQ(res.height_bytes, res.load_bytes);
