@@ -5,6 +5,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <unordered_set>
 
 #include "memkit/backends/cpu.hpp"
 #include "memkit/backends/sim.hpp"
@@ -18,8 +19,79 @@ constexpr std::uint64_t kProgressEvery = 4096;
 
 std::string mib(std::size_t bytes) { return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB"; }
 
+// Forwards every call to the device, noting the segments and pages it hands out and
+// takes back (for record_history) until the replay takes them.
+class watched_backend final : public backend {
+ public:
+  explicit watched_backend(backend& device) : device_(device) {}
+
+  std::vector<history_event>& get_pending() noexcept { return pending_; }
+
+  const device_facts& get_facts() const noexcept override { return device_.get_facts(); }
+  address_t allocate_segment(std::size_t bytes) override {
+    const address_t address = device_.allocate_segment(bytes);
+    if (address != 0) note(history_event::kinds::segment_alloc, address, bytes);
+    return address;
+  }
+  void free_segment(address_t address, std::size_t bytes) override {
+    note(history_event::kinds::segment_free, address, bytes);
+    device_.free_segment(address, bytes);
+  }
+  std::uint64_t get_submitted(queue_id queue) override { return device_.get_submitted(queue); }
+  std::uint64_t get_completed(queue_id queue) const override {
+    return device_.get_completed(queue);
+  }
+  void wait(fence f) override { device_.wait(f); }
+  void set_wired_limit(std::size_t bytes) override { device_.set_wired_limit(bytes); }
+  void* get_host_pointer(address_t address) const override {
+    return device_.get_host_pointer(address);
+  }
+  void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,
+                      element_conversion conversion) override {
+    device_.copy_to_device(dst, src, host_bytes, queue, conversion);
+  }
+  void copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
+                    element_conversion conversion) override {
+    device_.copy_to_host(dst, src, host_bytes, queue, conversion);
+  }
+  void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override {
+    device_.fill(dst, bytes, pattern, queue);
+  }
+  void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override {
+    device_.copy(dst, src, bytes, queue);
+  }
+  address_t reserve_range(std::size_t bytes) override { return device_.reserve_range(bytes); }
+  void release_range(address_t base, std::size_t bytes) override {
+    device_.release_range(base, bytes);
+  }
+  page_id create_page(std::size_t bytes) override { return device_.create_page(bytes); }
+  void release_page(page_id page, std::size_t bytes) override { device_.release_page(page, bytes); }
+  void map(address_t at, page_id page, std::size_t bytes) override {
+    device_.map(at, page, bytes);
+    note(history_event::kinds::segment_map, at, bytes);
+  }
+  void set_access(address_t at, std::size_t bytes) override { device_.set_access(at, bytes); }
+  void unmap(address_t at, std::size_t bytes) override {
+    note(history_event::kinds::segment_unmap, at, bytes);
+    device_.unmap(at, bytes);
+  }
+
+ private:
+  void note(history_event::kinds kind, address_t address, std::size_t bytes) {
+    history_event entry;
+    entry.kind = kind;
+    entry.address = address;
+    entry.size = bytes;
+    pending_.push_back(entry);
+  }
+
+  backend& device_;
+  std::vector<history_event> pending_;
+};
+
 struct replay_setup {
   std::unique_ptr<backend> device;
+  std::unique_ptr<watched_backend> watcher;  // between the allocator and the device, when asked
   sim_backend* sim = nullptr;  // the device when simulated and lagging: events submit work
   std::uint32_t lag = 0;       // events after which an event's work completes (the most, seeded)
   bool seeded = false;         // each event's lag drawn from [0, lag]
@@ -29,7 +101,7 @@ struct replay_setup {
 };
 
 replay_setup make_setup(const trace_data& trace, const replay_options& options,
-                        std::size_t peak_live_bytes) {
+                        std::size_t peak_live_bytes, bool watched = false) {
   replay_setup setup;
   allocator_options allocator_settings;
   allocator_settings.validate = options.validate;
@@ -60,7 +132,9 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
                         mib(machine_bytes) + " (replay it on --backend sim)");
     }
   }
-  setup.memory = std::make_unique<allocator>(*setup.device, allocator_settings);
+  if (watched) setup.watcher = std::make_unique<watched_backend>(*setup.device);
+  setup.memory = std::make_unique<allocator>(
+      watched ? static_cast<backend&>(*setup.watcher) : *setup.device, allocator_settings);
   // Streams beyond the device's queues share queues round-robin.
   const std::uint32_t queue_count =
       std::max<std::uint32_t>(1, setup.device->get_facts().queue_count);
@@ -240,6 +314,82 @@ replay_observation observe(const trace_data& trace, const replay_options& option
     observation.segments_at_peak = setup.memory->calculate_segments();
   }
   return observation;
+}
+
+allocator_history record_history(const trace_data& trace, const replay_options& options) {
+  allocator_history history;
+  replay_setup setup = make_setup(trace, options, calculate_peak_live(trace), true);
+  std::vector<history_event>& pending = setup.watcher->get_pending();
+  std::vector<address_t> addresses(trace.allocations);
+  std::vector<bool> live(trace.allocations);
+  std::vector<std::size_t> sizes(trace.allocations);
+  const auto take_pending = [&](std::uint64_t index) {
+    for (history_event& entry : pending) {
+      entry.event = index;
+      history.entries.push_back(entry);
+    }
+    pending.clear();
+  };
+  replay_result result;
+  const std::uint64_t total = trace.events.size();
+  history.events = run_events(trace, setup, addresses, 0, total, result, [&](std::uint64_t index) {
+    const event& e = trace.events[index];
+    history_event entry;
+    entry.event = index;
+    entry.block = e.block;
+    entry.address = addresses[e.block];
+    if (e.kind == action::allocate) {
+      take_pending(index);  // a segment comes before the block in it
+      live[e.block] = true;
+      sizes[e.block] = e.size;
+      if (e.size == 0) return;
+      entry.kind = history_event::kinds::alloc;
+      entry.stream = e.stream;
+      entry.size = e.size;
+      history.entries.push_back(entry);
+    } else {
+      live[e.block] = false;
+      if (sizes[e.block] != 0) {
+        entry.kind = history_event::kinds::free;
+        entry.size = sizes[e.block];
+        // The allocation's stream: the trace's frees name none.
+        history.entries.push_back(entry);
+      }
+      take_pending(index);  // a segment goes after the blocks in it
+    }
+  });
+  history.completed = result.completed;
+  if (!result.completed) {
+    take_pending(history.events);
+    history_event entry;
+    entry.kind = history_event::kinds::oom;
+    entry.event = history.events;
+    entry.size = history.events < total ? trace.events[history.events].size : 0;
+    history.entries.push_back(entry);
+  }
+  // The stream of each free is its allocation's.
+  std::vector<std::uint32_t> streams(trace.allocations);
+  for (history_event& entry : history.entries) {
+    if (entry.kind == history_event::kinds::alloc) streams[entry.block] = entry.stream;
+    if (entry.kind == history_event::kinds::free) entry.stream = streams[entry.block];
+  }
+  // Segments from allocate_segment that are still held, to tell them from the range.
+  std::unordered_set<address_t> segment_bases;
+  for (const history_event& entry : history.entries) {
+    if (entry.kind == history_event::kinds::segment_alloc) segment_bases.insert(entry.address);
+    if (entry.kind == history_event::kinds::segment_free) segment_bases.erase(entry.address);
+  }
+  history.segments = setup.memory->calculate_segments();
+  for (const segment_view& segment : history.segments) {
+    history.segment_in_range.push_back(!segment_bases.contains(segment.base));
+  }
+  for (std::uint64_t block = 0; block < trace.allocations; ++block) {
+    if (live[block] && sizes[block] != 0) history.live_blocks.emplace_back(addresses[block], block);
+  }
+  std::sort(history.live_blocks.begin(), history.live_blocks.end());
+  history.capacity = setup.device->get_facts().capacity;
+  history.reserved = setup.memory->get_statistics().reserved_bytes;
+  return history;
 }
 
 min_capacity_result find_min_capacity(

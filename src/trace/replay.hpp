@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memkit/allocator.hpp"
@@ -90,6 +91,43 @@ struct replay_observation {
 // first moment of peak reserved to take the segment map there.
 replay_observation observe(const trace_data& trace, const replay_options& options,
                            std::size_t max_samples = 2000);
+
+// What the allocator did in a replay, in the terms of PyTorch's memory snapshots
+// (docs/TRACES.md, "Writing PyTorch snapshots"): the trace's allocations and frees with
+// the addresses the allocator gave, the segments it took from the device and gave back,
+// the pages it mapped and unmapped, and the segments at the end.
+struct history_event {
+  enum class kinds : std::uint8_t {
+    alloc,          // block, address, size (requested bytes), stream
+    free,           // block, address, size (requested bytes), stream
+    segment_alloc,  // address, size: allocate_segment
+    segment_free,   // address, size: free_segment
+    segment_map,    // address, size: pages mapped into the arena's range
+    segment_unmap,  // address, size: pages unmapped
+    oom,            // size: the request that found no memory (the last event)
+  };
+  kinds kind = kinds::alloc;
+  std::uint32_t stream = 0;  // alloc, free: the trace's dense stream number
+  std::uint64_t event = 0;   // the trace event during which it happened
+  std::uint64_t block = 0;   // alloc, free: the trace's block number
+  address_t address = 0;
+  std::size_t size = 0;
+};
+struct allocator_history {
+  bool completed = true;     // false: out of memory at the last event (an oom entry)
+  std::uint64_t events = 0;  // trace events replayed
+  std::size_t capacity = 0;  // the device's
+  std::size_t reserved = 0;  // at the end
+  std::vector<history_event> entries;
+  std::vector<segment_view> segments;  // at the end, by address
+  std::vector<bool> segment_in_range;  // per segment: pages of the arena's range (not a segment)
+  // Blocks of the trace live at the end, by address: (address, block number).
+  std::vector<std::pair<address_t, std::uint64_t>> live_blocks;
+};
+
+// Replays the trace recording the history (not timed). Blocks of 0 bytes get no
+// address and are left out.
+allocator_history record_history(const trace_data& trace, const replay_options& options);
 
 struct min_capacity_result {
   std::size_t min_capacity_bytes = 0;  // the smallest capacity, in MiB steps, that ran
