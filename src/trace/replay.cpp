@@ -147,11 +147,12 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
 
 // Replays events [first, stop) and calls after_event(index) after each; returns the
 // index it stopped at (stop when all ran). An out_of_memory stops the run and is
-// recorded in `result`.
-template <class AfterEvent>
+// recorded in `result`. With kKeepSizes, block_sizes[block] gets each block's size.
+template <bool kKeepSizes = false, class AfterEvent>
 std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
                          std::vector<address_t>& addresses, std::uint64_t first, std::uint64_t stop,
-                         replay_result& result, AfterEvent&& after_event) {
+                         replay_result& result, AfterEvent&& after_event,
+                         std::vector<std::size_t>* block_sizes = nullptr) {
   allocator& memory = *setup.memory;
   const event* events = trace.events.data();
   // A request above the device's largest buffer is bad input to the allocator; to a
@@ -171,7 +172,9 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
           result.failed_line = e.line;
           return index;
         }
-        addresses[e.block] = memory.allocate(e.size, queue).address;
+        const allocation block = memory.allocate(e.size, queue);
+        addresses[e.block] = block.address;
+        if constexpr (kKeepSizes) (*block_sizes)[e.block] = block.size;
       } else {
         memory.free(addresses[e.block]);
       }
@@ -255,6 +258,136 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   return result;
 }
 
+namespace {
+
+// Builds an allocator_history from a replay on a watched device, event by event.
+class history_recorder {
+ public:
+  history_recorder(const trace_data& trace, replay_setup& setup, allocator_history& history)
+      : trace_(trace),
+        setup_(setup),
+        history_(history),
+        pending_(setup.watcher->get_pending()),
+        addresses_(trace.allocations),
+        block_sizes_(trace.allocations),
+        requested_(trace.allocations),
+        streams_(trace.allocations),
+        live_(trace.allocations) {}
+
+  // Replays events [0, stop), recording each, then calling after_event(index).
+  template <class AfterEvent>
+  replay_result run(std::uint64_t stop, AfterEvent&& after_event) {
+    replay_result result;
+    history_.events = run_events<true>(
+        trace_, setup_, addresses_, 0, stop, result,
+        [&](std::uint64_t index) {
+          record(index);
+          after_event(index);
+        },
+        &block_sizes_);
+    finish(result);
+    return result;
+  }
+
+ private:
+  void record(std::uint64_t index) {
+    const event& e = trace_.events[index];
+    history_event entry;
+    entry.event = index;
+    entry.block = e.block;
+    entry.address = addresses_[e.block];
+    if (e.kind == action::allocate) {
+      take_pending(index);  // a segment comes before the blocks in it
+      live_[e.block] = true;
+      requested_[e.block] = e.size;
+      streams_[e.block] = e.stream;
+      if (e.size == 0) return;  // no address
+      entry.kind = history_event::kinds::alloc;
+      entry.stream = e.stream;
+      entry.size = e.size;
+      entry.block_size = block_sizes_[e.block];
+      history_.entries.push_back(entry);
+    } else {
+      live_[e.block] = false;
+      if (requested_[e.block] != 0) {
+        entry.kind = history_event::kinds::free;
+        entry.stream = streams_[e.block];  // the trace's frees name none: the allocation's
+        entry.size = requested_[e.block];
+        entry.block_size = block_sizes_[e.block];
+        history_.entries.push_back(entry);
+      }
+      take_pending(index);  // a segment goes after the blocks in it
+    }
+  }
+
+  // Moves the device's calls made during event `index` into the history; new segments
+  // are looked up in the allocator's pools to say whether they are small.
+  void take_pending(std::uint64_t index) {
+    if (pending_.empty()) return;
+    const std::size_t first = history_.entries.size();
+    bool new_segment = false;
+    for (history_event& entry : pending_) {
+      entry.event = index;
+      new_segment = new_segment || entry.kind == history_event::kinds::segment_alloc;
+      history_.entries.push_back(entry);
+    }
+    pending_.clear();
+    if (!new_segment) return;
+    const std::vector<segment_view> views = setup_.memory->calculate_segments();
+    for (std::size_t i = first; i < history_.entries.size(); ++i) {
+      history_event& entry = history_.entries[i];
+      if (entry.kind != history_event::kinds::segment_alloc) continue;
+      const auto it = std::lower_bound(
+          views.begin(), views.end(), entry.address,
+          [](const segment_view& view, address_t address) { return view.base < address; });
+      entry.small = it != views.end() && it->base == entry.address && it->small;
+    }
+  }
+
+  void finish(const replay_result& result) {
+    const std::uint64_t total = trace_.events.size();
+    history_.completed = result.completed;
+    if (!result.completed) {
+      take_pending(history_.events);
+      history_event entry;
+      entry.kind = history_event::kinds::oom;
+      entry.event = history_.events;
+      entry.size = history_.events < total ? trace_.events[history_.events].size : 0;
+      history_.entries.push_back(entry);
+    }
+    // Segments from allocate_segment still held, to tell them from the range's pages.
+    std::unordered_set<address_t> segment_bases;
+    for (const history_event& entry : history_.entries) {
+      if (entry.kind == history_event::kinds::segment_alloc) segment_bases.insert(entry.address);
+      if (entry.kind == history_event::kinds::segment_free) segment_bases.erase(entry.address);
+    }
+    history_.segments = setup_.memory->calculate_segments();
+    for (const segment_view& segment : history_.segments) {
+      history_.segment_in_range.push_back(!segment_bases.contains(segment.base));
+    }
+    for (std::uint64_t block = 0; block < trace_.allocations; ++block) {
+      if (live_[block] && requested_[block] != 0) {
+        history_.live_blocks.emplace_back(addresses_[block], block);
+      }
+    }
+    std::sort(history_.live_blocks.begin(), history_.live_blocks.end());
+    history_.capacity = setup_.device->get_facts().capacity;
+    history_.reserved = setup_.memory->get_statistics().reserved_bytes;
+  }
+
+  const trace_data& trace_;
+  replay_setup& setup_;
+  allocator_history& history_;
+  std::vector<history_event>& pending_;
+  std::vector<address_t> addresses_;
+  std::vector<std::size_t> block_sizes_;
+  std::vector<std::size_t> requested_;
+  std::vector<std::uint32_t> streams_;
+  std::vector<bool> live_;
+};
+
+}  // namespace
+
 replay_observation observe(const trace_data& trace, const replay_options& options,
                            std::size_t max_samples) {
   replay_observation observation;
@@ -265,14 +398,14 @@ replay_observation observe(const trace_data& trace, const replay_options& option
 
   std::vector<std::size_t> sizes(trace.allocations);
   std::size_t live = 0;
+  std::size_t last_reserved = 0;
   timeline_sample sample;
   replay_result result;
-  std::uint64_t events_run = 0;
   {
-    replay_setup setup = make_setup(trace, options, peak_live_bytes);
-    std::vector<address_t> addresses(trace.allocations);
+    replay_setup setup = make_setup(trace, options, peak_live_bytes, true);
     const allocator& memory = *setup.memory;
-    events_run = run_events(trace, setup, addresses, 0, total, result, [&](std::uint64_t index) {
+    history_recorder recorder(trace, setup, observation.history);
+    result = recorder.run(total, [&](std::uint64_t index) {
       const event& e = trace.events[index];
       if (e.kind == action::allocate) {
         sizes[e.block] = e.size;
@@ -281,6 +414,10 @@ replay_observation observe(const trace_data& trace, const replay_options& option
         live -= sizes[e.block];
       }
       const std::size_t reserved = memory.get_statistics().reserved_bytes;
+      if (reserved != last_reserved) {
+        observation.reserved_changes.emplace_back(index, reserved);
+        last_reserved = reserved;
+      }
       if (reserved > observation.peak_reserved_bytes) {
         observation.peak_reserved_bytes = reserved;
         observation.peak_event = index;
@@ -297,6 +434,7 @@ replay_observation observe(const trace_data& trace, const replay_options& option
       if (options.progress && (index + 1) % kProgressEvery == 0) options.progress(index + 1, total);
     });
   }
+  const std::uint64_t events_run = observation.history.events;
   // A run that stopped early (out of memory) still shows what happened up to there.
   observation.completed = result.completed;
   observation.events = events_run;
@@ -315,83 +453,12 @@ replay_observation observe(const trace_data& trace, const replay_options& option
   }
   return observation;
 }
-
 allocator_history record_history(const trace_data& trace, const replay_options& options) {
   allocator_history history;
   replay_setup setup = make_setup(trace, options, calculate_peak_live(trace), true);
-  std::vector<history_event>& pending = setup.watcher->get_pending();
-  std::vector<address_t> addresses(trace.allocations);
-  std::vector<bool> live(trace.allocations);
-  std::vector<std::size_t> sizes(trace.allocations);
-  const auto take_pending = [&](std::uint64_t index) {
-    for (history_event& entry : pending) {
-      entry.event = index;
-      history.entries.push_back(entry);
-    }
-    pending.clear();
-  };
-  replay_result result;
-  const std::uint64_t total = trace.events.size();
-  history.events = run_events(trace, setup, addresses, 0, total, result, [&](std::uint64_t index) {
-    const event& e = trace.events[index];
-    history_event entry;
-    entry.event = index;
-    entry.block = e.block;
-    entry.address = addresses[e.block];
-    if (e.kind == action::allocate) {
-      take_pending(index);  // a segment comes before the block in it
-      live[e.block] = true;
-      sizes[e.block] = e.size;
-      if (e.size == 0) return;
-      entry.kind = history_event::kinds::alloc;
-      entry.stream = e.stream;
-      entry.size = e.size;
-      history.entries.push_back(entry);
-    } else {
-      live[e.block] = false;
-      if (sizes[e.block] != 0) {
-        entry.kind = history_event::kinds::free;
-        entry.size = sizes[e.block];
-        // The allocation's stream: the trace's frees name none.
-        history.entries.push_back(entry);
-      }
-      take_pending(index);  // a segment goes after the blocks in it
-    }
-  });
-  history.completed = result.completed;
-  if (!result.completed) {
-    take_pending(history.events);
-    history_event entry;
-    entry.kind = history_event::kinds::oom;
-    entry.event = history.events;
-    entry.size = history.events < total ? trace.events[history.events].size : 0;
-    history.entries.push_back(entry);
-  }
-  // The stream of each free is its allocation's.
-  std::vector<std::uint32_t> streams(trace.allocations);
-  for (history_event& entry : history.entries) {
-    if (entry.kind == history_event::kinds::alloc) streams[entry.block] = entry.stream;
-    if (entry.kind == history_event::kinds::free) entry.stream = streams[entry.block];
-  }
-  // Segments from allocate_segment that are still held, to tell them from the range.
-  std::unordered_set<address_t> segment_bases;
-  for (const history_event& entry : history.entries) {
-    if (entry.kind == history_event::kinds::segment_alloc) segment_bases.insert(entry.address);
-    if (entry.kind == history_event::kinds::segment_free) segment_bases.erase(entry.address);
-  }
-  history.segments = setup.memory->calculate_segments();
-  for (const segment_view& segment : history.segments) {
-    history.segment_in_range.push_back(!segment_bases.contains(segment.base));
-  }
-  for (std::uint64_t block = 0; block < trace.allocations; ++block) {
-    if (live[block] && sizes[block] != 0) history.live_blocks.emplace_back(addresses[block], block);
-  }
-  std::sort(history.live_blocks.begin(), history.live_blocks.end());
-  history.capacity = setup.device->get_facts().capacity;
-  history.reserved = setup.memory->get_statistics().reserved_bytes;
+  history_recorder(trace, setup, history).run(trace.events.size(), [](std::uint64_t) {});
   return history;
 }
-
 min_capacity_result find_min_capacity(
     const trace_data& trace, const replay_options& options, std::size_t peak_live_bytes,
     std::size_t unconstrained_peak_reserved_bytes,

@@ -70,28 +70,6 @@ struct replay_result {
 // when --backend cpu is asked for more memory than the machine has.
 replay_result replay(const trace_data& trace, const replay_options& options);
 
-// What the HTML report draws.
-struct timeline_sample {
-  std::uint64_t event = 0;         // the last event of the sample's window
-  std::size_t live_bytes = 0;      // the largest in the window
-  std::size_t reserved_bytes = 0;  // the largest in the window
-};
-struct replay_observation {
-  bool completed = true;                  // false: the run ended in out of memory
-  std::uint64_t events = 0;               // replayed
-  std::vector<timeline_sample> timeline;  // at most max_samples windows of equal length
-  std::uint64_t peak_event = 0;           // index of the event after which reserved peaked
-  std::uint64_t peak_line = 0;
-  std::size_t peak_reserved_bytes = 0;
-  std::size_t live_at_peak_bytes = 0;
-  std::vector<segment_view> segments_at_peak;
-};
-
-// Replays the trace watching every event (not timed), then replays it again up to the
-// first moment of peak reserved to take the segment map there.
-replay_observation observe(const trace_data& trace, const replay_options& options,
-                           std::size_t max_samples = 2000);
-
 // What the allocator did in a replay, in the terms of PyTorch's memory snapshots
 // (docs/TRACES.md, "Writing PyTorch snapshots"): the trace's allocations and frees with
 // the addresses the allocator gave, the segments it took from the device and gave back,
@@ -112,6 +90,8 @@ struct history_event {
   std::uint64_t block = 0;   // alloc, free: the trace's block number
   address_t address = 0;
   std::size_t size = 0;
+  std::size_t block_size = 0;  // alloc, free: the allocator's block (the request rounded up)
+  bool small = false;          // segment_alloc: a segment of the small-block pool
 };
 struct allocator_history {
   bool completed = true;     // false: out of memory at the last event (an oom entry)
@@ -124,6 +104,31 @@ struct allocator_history {
   // Blocks of the trace live at the end, by address: (address, block number).
   std::vector<std::pair<address_t, std::uint64_t>> live_blocks;
 };
+
+// What the HTML report draws.
+struct timeline_sample {
+  std::uint64_t event = 0;         // the last event of the sample's window
+  std::size_t live_bytes = 0;      // the largest in the window
+  std::size_t reserved_bytes = 0;  // the largest in the window
+};
+struct replay_observation {
+  bool completed = true;                  // false: the run ended in out of memory
+  std::uint64_t events = 0;               // replayed
+  std::vector<timeline_sample> timeline;  // at most max_samples windows of equal length
+  std::uint64_t peak_event = 0;           // index of the event after which reserved peaked
+  std::uint64_t peak_line = 0;
+  std::size_t peak_reserved_bytes = 0;
+  std::size_t live_at_peak_bytes = 0;
+  std::vector<segment_view> segments_at_peak;
+  allocator_history history;  // every block's address and size, the segments over time
+  // Reserved bytes after each event where they changed: (event index, bytes).
+  std::vector<std::pair<std::uint64_t, std::size_t>> reserved_changes;
+};
+
+// Replays the trace watching every event (not timed) and recording its history, then
+// replays it again up to the first moment of peak reserved to take the segment map there.
+replay_observation observe(const trace_data& trace, const replay_options& options,
+                           std::size_t max_samples = 2000);
 
 // Replays the trace recording the history (not timed). Blocks of 0 bytes get no
 // address and are left out.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,72 @@ TEST(trace_write, history_places_every_block_in_held_memory) {
     const std::string pickle = write_pytorch_snapshot({{&trace, &history}});
     EXPECT_EQ(pickle.back(), '.');
   }
+}
+
+// The report rebuilds the memory at any moment from the history: up to the peak, it
+// holds the segments and pages the allocator held there, and the blocks live there.
+TEST(trace_write, history_up_to_the_peak_is_the_segment_map_at_the_peak) {
+  for (const std::string& path :
+       {fixture("small.trace.csv"),
+        std::string(MEMKIT_SOURCE_DIR) + "/data/traces/resnet50_train.trace.csv.gz"})
+    for (const pool_policy policy : {pool_policy::segments, pool_policy::arena}) {
+      SCOPED_TRACE(path + (policy == pool_policy::arena ? " arena" : " segments"));
+      const trace_data trace = read(path);
+      replay_options options;
+      options.policy = policy;
+      options.granularity = 1 << 20;
+      const replay_observation seen = observe(trace, options);
+      std::map<address_t, std::size_t> held;  // segments and pages, by address
+      std::map<address_t, std::size_t> live;  // blocks: address -> block size
+      for (const history_event& entry : seen.history.entries) {
+        if (entry.event > seen.peak_event) break;
+        using kinds = history_event::kinds;
+        switch (entry.kind) {
+          case kinds::segment_alloc:
+          case kinds::segment_map:
+            held[entry.address] = entry.size;
+            break;
+          case kinds::segment_free:
+          case kinds::segment_unmap:
+            held.erase(entry.address);
+            break;
+          case kinds::alloc:
+            live[entry.address] = entry.block_size;
+            break;
+          case kinds::free:
+            live.erase(entry.address);
+            break;
+          case kinds::oom:
+            break;
+        }
+      }
+      // Pages next to each other are one run, as calculate_segments gives them.
+      std::vector<std::pair<address_t, std::size_t>> runs;
+      for (const auto& [address, size] : held) {
+        if (!runs.empty() && runs.back().first + runs.back().second == address) {
+          runs.back().second += size;
+        } else {
+          runs.emplace_back(address, size);
+        }
+      }
+      std::vector<std::pair<address_t, std::size_t>> at_peak;
+      std::map<address_t, std::size_t> live_at_peak;
+      for (const segment_view& segment : seen.segments_at_peak) {
+        at_peak.emplace_back(segment.base, segment.size);
+        for (const block_view& block : segment.blocks) {
+          if (block.live) live_at_peak[segment.base + block.offset] = block.size;
+        }
+      }
+      EXPECT_EQ(runs, at_peak);
+      // Every block the trace holds is live there with its size (the allocator may also
+      // keep freed blocks parked for reuse).
+      for (const auto& [address, size] : live) {
+        ASSERT_TRUE(live_at_peak.contains(address)) << address;
+        EXPECT_EQ(live_at_peak[address], size);
+      }
+      EXPECT_FALSE(seen.reserved_changes.empty());
+      EXPECT_EQ(seen.reserved_changes.back().second, seen.history.reserved);
+    }
 }
 
 }  // namespace
