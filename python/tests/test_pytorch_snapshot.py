@@ -196,6 +196,16 @@ def test_the_snapshot_as_json_replays_to_the_same_peak(memkit_cli, tmp_path):
         assert replays[0][key] == replays[1][key], key
 
 
+def test_the_python_package_writes_it_too(memkit_cli, traces, tmp_path):
+    import memkit
+    path = tmp_path / "from_python.pickle"
+    memkit.replay(traces / "pytorch_snapshot.json", pytorch_snapshot=path)
+    assert path.read_bytes() == write_snapshot(memkit_cli, tmp_path,
+                                               traces / "pytorch_snapshot.json").read_bytes()
+    with pytest.raises(memkit.InvalidArgument, match="one of the traces"):
+        memkit.replay(traces / "small.trace.csv", pytorch_snapshot=traces / "small.trace.csv")
+
+
 def test_memory_viz_opens_it(memkit_cli, traces, tmp_path):
     """PyTorch's own viewer on the file (run where PyTorch is installed)."""
     pytest.importorskip("torch", reason="PyTorch is not installed: memory_viz itself not run")
