@@ -77,6 +77,7 @@ class Browser:
         self.buffer = b""
         self.next_id = 0
         self.events = []
+        self.exceptions = []
         targets = self.call("Target.getTargets")["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
         self.session = self.call("Target.attachToTarget", targetId=page["targetId"],
@@ -108,7 +109,12 @@ class Browser:
                 raise RuntimeError("Chromium closed the pipe (see %s)" % self.log.name)
             self.buffer += chunk
         message, self.buffer = self.buffer.split(b"\0", 1)
-        return json.loads(message)
+        message = json.loads(message)
+        if message.get("method") == "Runtime.exceptionThrown":  # an error in the page's script
+            details = message["params"]["exceptionDetails"]
+            self.exceptions.append(details.get("exception", {}).get("description") or
+                                   details.get("text"))
+        return message
 
     def wait_for_event(self, method):
         while True:
@@ -399,6 +405,7 @@ def main():
                 layout = check_width(browser, url, width)
             check_interaction(browser, url, source, layout)
             check_frames(browser, url)
+            check(not browser.exceptions, "errors in the page: %s" % browser.exceptions)
             if picture:  # the first trace, after an event in its busiest stretch
                 browser.open(url + "#moment=%d" % PICTURE_MOMENT, 1280)
                 bottom = browser.evaluate("document.querySelector('.moment')"
