@@ -388,71 +388,42 @@ class history_recorder {
 
 }  // namespace
 
-replay_observation observe(const trace_data& trace, const replay_options& options,
-                           std::size_t max_samples) {
+replay_observation observe(const trace_data& trace, const replay_options& options) {
   replay_observation observation;
-  const std::size_t peak_live_bytes = calculate_peak_live(trace);
   const std::uint64_t total = trace.events.size();
-  const std::uint64_t window =
-      std::max<std::uint64_t>(1, (total + max_samples - 1) / std::max<std::size_t>(1, max_samples));
-
   std::vector<std::size_t> sizes(trace.allocations);
   std::size_t live = 0;
   std::size_t last_reserved = 0;
-  timeline_sample sample;
-  replay_result result;
-  {
-    replay_setup setup = make_setup(trace, options, peak_live_bytes, true);
-    const allocator& memory = *setup.memory;
-    history_recorder recorder(trace, setup, observation.history);
-    result = recorder.run(total, [&](std::uint64_t index) {
-      const event& e = trace.events[index];
-      if (e.kind == action::allocate) {
-        sizes[e.block] = e.size;
-        live += e.size;
-      } else {
-        live -= sizes[e.block];
-      }
-      const std::size_t reserved = memory.get_statistics().reserved_bytes;
-      if (reserved != last_reserved) {
-        observation.reserved_changes.emplace_back(index, reserved);
-        last_reserved = reserved;
-      }
-      if (reserved > observation.peak_reserved_bytes) {
-        observation.peak_reserved_bytes = reserved;
-        observation.peak_event = index;
-        observation.peak_line = e.line;
-        observation.live_at_peak_bytes = live;
-      }
-      sample.live_bytes = std::max(sample.live_bytes, live);
-      sample.reserved_bytes = std::max(sample.reserved_bytes, reserved);
-      if ((index + 1) % window == 0 || index + 1 == total) {
-        sample.event = index;
-        observation.timeline.push_back(sample);
-        sample = {};
-      }
-      if (options.progress && (index + 1) % kProgressEvery == 0) options.progress(index + 1, total);
-    });
-  }
-  const std::uint64_t events_run = observation.history.events;
+  replay_setup setup = make_setup(trace, options, calculate_peak_live(trace), true);
+  const allocator& memory = *setup.memory;
+  history_recorder recorder(trace, setup, observation.history);
+  const replay_result result = recorder.run(total, [&](std::uint64_t index) {
+    const event& e = trace.events[index];
+    if (e.kind == action::allocate) {
+      sizes[e.block] = e.size;
+      live += e.size;
+    } else {
+      live -= sizes[e.block];
+    }
+    const std::size_t reserved = memory.get_statistics().reserved_bytes;
+    if (reserved != last_reserved) {
+      observation.reserved_changes.emplace_back(index, reserved);
+      last_reserved = reserved;
+    }
+    if (reserved > observation.peak_reserved_bytes) {
+      observation.peak_reserved_bytes = reserved;
+      observation.peak_event = index;
+      observation.peak_line = e.line;
+      observation.live_at_peak_bytes = live;
+    }
+    if (options.progress && (index + 1) % kProgressEvery == 0) options.progress(index + 1, total);
+  });
   // A run that stopped early (out of memory) still shows what happened up to there.
   observation.completed = result.completed;
-  observation.events = events_run;
-  if (events_run > 0 &&
-      (observation.timeline.empty() || observation.timeline.back().event + 1 != events_run)) {
-    sample.event = events_run - 1;
-    observation.timeline.push_back(sample);
-  }
-  if (observation.peak_reserved_bytes > 0) {
-    replay_setup setup = make_setup(trace, options, peak_live_bytes);
-    std::vector<address_t> addresses(trace.allocations);
-    replay_result prefix;
-    run_events(trace, setup, addresses, 0, observation.peak_event + 1, prefix,
-               [](std::uint64_t) {});
-    observation.segments_at_peak = setup.memory->calculate_segments();
-  }
+  observation.events = observation.history.events;
   return observation;
 }
+
 allocator_history record_history(const trace_data& trace, const replay_options& options) {
   allocator_history history;
   replay_setup setup = make_setup(trace, options, calculate_peak_live(trace), true);

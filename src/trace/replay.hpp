@@ -106,29 +106,20 @@ struct allocator_history {
 };
 
 // What the HTML report draws.
-struct timeline_sample {
-  std::uint64_t event = 0;         // the last event of the sample's window
-  std::size_t live_bytes = 0;      // the largest in the window
-  std::size_t reserved_bytes = 0;  // the largest in the window
-};
 struct replay_observation {
-  bool completed = true;                  // false: the run ended in out of memory
-  std::uint64_t events = 0;               // replayed
-  std::vector<timeline_sample> timeline;  // at most max_samples windows of equal length
-  std::uint64_t peak_event = 0;           // index of the event after which reserved peaked
+  bool completed = true;         // false: the run ended in out of memory
+  std::uint64_t events = 0;      // replayed
+  std::uint64_t peak_event = 0;  // index of the event after which reserved first peaked
   std::uint64_t peak_line = 0;
   std::size_t peak_reserved_bytes = 0;
   std::size_t live_at_peak_bytes = 0;
-  std::vector<segment_view> segments_at_peak;
   allocator_history history;  // every block's address and size, the segments over time
   // Reserved bytes after each event where they changed: (event index, bytes).
   std::vector<std::pair<std::uint64_t, std::size_t>> reserved_changes;
 };
 
-// Replays the trace watching every event (not timed) and recording its history, then
-// replays it again up to the first moment of peak reserved to take the segment map there.
-replay_observation observe(const trace_data& trace, const replay_options& options,
-                           std::size_t max_samples = 2000);
+// Replays the trace watching every event (not timed) and recording its history.
+replay_observation observe(const trace_data& trace, const replay_options& options);
 
 // Replays the trace recording the history (not timed). Blocks of 0 bytes get no
 // address and are left out.
