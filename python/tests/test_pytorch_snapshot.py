@@ -154,6 +154,23 @@ def test_the_pickle_has_what_memory_viz_reads(memkit_cli, traces, tmp_path):
     assert check_snapshot(snapshot) == 1536 + 1024  # the 512 is freed before the 1024
 
 
+def test_the_frames_of_a_real_snapshot_come_through(memkit_cli, traces, tmp_path):
+    """A PyTorch 2.11 snapshot (a small training loop on an H200): each allocation keeps
+    its size and frames, through memkit's reader, replay and writer."""
+    source = traces / "pytorch_2_11_frames.json"
+    path = write_snapshot(memkit_cli, tmp_path, source)
+    recorded = [e for e in json.loads(source.read_text())["device_traces"][0]
+                if e["action"] == "alloc"]
+    written = [e for e in pickle.loads(path.read_bytes())["device_traces"][0]
+               if e["action"] == "alloc"]
+    assert len(written) == len(recorded) == 58
+    for before, after in zip(recorded, written):
+        assert after["size"] == before["size"]
+        assert after["frames"] == [{"filename": f["filename"], "line": f["line"], "name": f["name"]}
+                                   for f in before["frames"]]
+    assert any(f["filename"].endswith("linear.py") for e in written for f in e["frames"])
+
+
 @pytest.mark.parametrize("policy", ["arena", "segments"])
 def test_a_real_trace_is_consistent_for_memory_viz(memkit_cli, tmp_path, policy):
     path = write_snapshot(memkit_cli, tmp_path, RESNET, "--policy", policy)

@@ -498,21 +498,25 @@ constexpr std::string_view kScript = R"HTML(<div id="tooltip"></div>
     return segments;
   }
 
-  function frameText(data, index) {
+  function frameText(data, index, short) {
     const f = data.frames[index];
-    return f[0] + ":" + f[1] + " " + f[2];
+    return (short ? f[0].slice(f[0].lastIndexOf("/") + 1) : f[0]) + ":" + f[1] + " " + f[2];
   }
+  // A stack's line: its innermost frame of the program's own Python code, else its
+  // innermost Python frame (PyTorch's stacks may start in C++), else its innermost; all
+  // of it when opened.
   function where(data, stack, cell) {
     if (stack === 0) {
       cell.textContent = "\u2013";
       return;
     }
     const frames = data.stacks[stack - 1];
-    // The innermost Python frame where there is one (PyTorch's stacks start in C++).
-    const python = frames.find(f => data.frames[f][0].endsWith(".py"));
+    const python = f => data.frames[f][0].endsWith(".py");
+    const own = f => python(f) && !/\/(site|dist)-packages\//.test(data.frames[f][0]);
+    const shown = frames.find(own) ?? frames.find(python) ?? frames[0];
     const details = html("details", null, cell);
-    html("summary", frameText(data, python === undefined ? frames[0] : python), details);
-    html("pre", frames.map(f => frameText(data, f)).join("\n"), details);
+    html("summary", frameText(data, shown, true), details);
+    html("pre", frames.map(f => frameText(data, f, false)).join("\n"), details);
   }
 
   function drawTimeline(host, toolbar, m, state) {

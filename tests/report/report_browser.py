@@ -27,7 +27,8 @@ import tempfile
 import zlib
 
 TRACE = "data/traces/bert_infer_varlen.trace.csv.gz"
-FRAMES_TRACE = "tests/data/traces/pytorch_snapshot.json"
+# A PyTorch 2.11 snapshot of a small training loop on an H200, with Python frames.
+FRAMES_TRACE = "tests/data/traces/pytorch_2_11_frames.json"
 LIVE = (0x1F, 0x77, 0xB4)      # the live line and requested bytes
 RESERVED = (0xD6, 0x27, 0x28)  # the reserved line
 FREE = (0xF2, 0xD4, 0xC9)      # free space in the segment map
@@ -365,17 +366,24 @@ def check_interaction(browser, url, source, layout):
           "#moment=%d shows %s; the trace has %d blocks, %d bytes" % (moment, shown, blocks, total))
 
 
+FIRST_ROW = "[...document.querySelectorAll('#blocks-1 tbody tr:first-child td')].map(c => c.textContent)"
+
+
 def check_frames(browser, url):
-    # Section 1 is the PyTorch snapshot: after event 1, its one block and its frame.
-    check(browser.open(url + "#moment1=1", 1600), "the page did not render")
-    text = browser.evaluate("document.getElementById('blocks-1').textContent")
-    check("train.py:10 forward" in text, "the PyTorch frame is not shown: %r" % text[:300])
+    # Section 1 is the PyTorch snapshot: after its 7th event, the largest block live is
+    # the 32 MiB the first Linear's forward allocated, from line 9 of the program.
+    check(browser.open(url + "#moment1=7", 1600), "the page did not render")
+    row = browser.evaluate(FIRST_ROW)
+    check(row[0] == "32.0 MiB" and row[-1].startswith("rec.py:9 train") and
+          "torch/nn/modules/linear.py:134 forward" in row[-1],
+          "the block's call stack is not shown: %r" % row)
     browser.evaluate("document.getElementById('grouping-1').value = 'stack';"
                      "document.getElementById('grouping-1').dispatchEvent(new Event('change'))")
-    text = browser.evaluate("document.getElementById('blocks-1').textContent")
-    check("100.0%" in text and "train.py:10 forward" in text,
-          "grouped by call stack: %r" % text[:300])
-    print("ok: the PyTorch snapshot's frame is shown, alone and grouped")
+    # That stack holds it and a block of 128 KiB: 33,685,504 of the 34,297,896 bytes live.
+    row = browser.evaluate(FIRST_ROW)
+    check(row[:3] == ["32.1 MiB", "2", "98.2%"] and row[-1].startswith("rec.py:9 train"),
+          "grouped by call stack: %r" % row)
+    print("ok: the PyTorch snapshot's call stacks are shown, per block and grouped")
 
 
 def main():

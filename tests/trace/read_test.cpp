@@ -2,6 +2,7 @@
 // an error that names the file and line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -108,6 +109,26 @@ TEST(trace_read, pytorch_snapshot_keeps_the_frames_of_allocations) {
                         "bad_frame.json"),
             "[memkit::trace::read] bad_frame.json:1: frame field 'line' is not a non-negative "
             "integer");
+}
+
+// A snapshot PyTorch 2.11 wrote (a small training loop on an H200, Python frames).
+TEST(trace_read, pytorch_2_11_snapshot_frames) {
+  const trace_data trace = read(fixture("pytorch_2_11_frames.json"));
+  EXPECT_EQ(trace.allocations, 58u);
+  EXPECT_EQ(trace.events.size(), 113u);
+  EXPECT_EQ(trace.stacks.size(), 6u);
+  ASSERT_EQ(trace.block_stacks.size(), trace.allocations);
+  // The backward pass runs in autograd's own thread: its 31 allocations have no Python
+  // frames. Block 6 is the first Linear's forward (32 MiB).
+  EXPECT_EQ(std::count(trace.block_stacks.begin(), trace.block_stacks.end(), 0u), 31);
+  EXPECT_EQ(trace.events[6].size, 33554432u);
+  const std::vector<frame>& stack = trace.get_stack(6);
+  ASSERT_EQ(stack.size(), 8u);
+  EXPECT_TRUE(stack.front().filename.ends_with("torch/nn/modules/linear.py"));
+  EXPECT_EQ(stack.front().name, "forward");
+  EXPECT_EQ(stack[6], (frame{"/tmp/rec.py", 9, "train"}));
+  EXPECT_EQ(stack.back(), (frame{"/tmp/rec.py", 14, "<module>"}));
+  EXPECT_EQ(calculate_peak_live(trace), 69447768u);
 }
 
 TEST(trace_read, memkit_csv_call_stacks) {
