@@ -35,6 +35,12 @@ void check_trace(const memkit::trace::trace_data& t) {
     }
   }
   check(allocations == t.allocations, "allocation count differs from the events");
+  check(t.block_stacks.empty() || t.block_stacks.size() == t.allocations,
+        "call stacks for some blocks only");
+  for (const std::uint32_t stack : t.block_stacks) {
+    check(stack <= t.stacks.size(), "a block's call stack beyond the stack list");
+  }
+  for (const auto& stack : t.stacks) check(!stack.empty(), "an empty call stack stored");
   (void)memkit::trace::calculate_peak_live(t);
 }
 

@@ -8,9 +8,10 @@ namespace memkit::tools {
 
 // Each function adds one subcommand to `app`; the subcommand's callback runs it
 // and throws CLI::RuntimeError(code) to exit non-zero.
-void add_demo_command(CLI::App& app);    // tools/demo_command.cpp
-void add_replay_command(CLI::App& app);  // tools/replay_command.cpp
-void add_plan_command(CLI::App& app);    // tools/plan_command.cpp
+void add_demo_command(CLI::App& app);     // tools/demo_command.cpp
+void add_replay_command(CLI::App& app);   // tools/replay_command.cpp
+void add_plan_command(CLI::App& app);     // tools/plan_command.cpp
+void add_convert_command(CLI::App& app);  // tools/convert_command.cpp
 
 // A finite number: CLI11's ranges let "nan" through (every comparison with it fails).
 inline const CLI::Validator kFiniteNumber(

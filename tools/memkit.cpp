@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   memkit::tools::add_demo_command(app);
   memkit::tools::add_replay_command(app);
   memkit::tools::add_plan_command(app);
+  memkit::tools::add_convert_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -20,6 +20,7 @@
 #include "memkit/trace.hpp"
 #include "output_file.hpp"
 #include "reports/reports.hpp"
+#include "trace/pytorch_snapshot.hpp"
 #include "trace/replay.hpp"
 #include "trace/report_html.hpp"
 
@@ -47,6 +48,7 @@ struct replay_settings {
   bool json = false;
   bool validate = false;
   std::string html_path;
+  std::string snapshot_path;
 };
 
 // "80GiB", "512 MiB", "2M", "1048576": bytes.
@@ -241,6 +243,9 @@ void run_replay(const replay_settings& settings) {
   if (!settings.html_path.empty()) {
     check_not_an_input(settings.html_path, settings.paths, "memkit::tools::replay");
   }
+  if (!settings.snapshot_path.empty()) {
+    check_not_an_input(settings.snapshot_path, settings.paths, "memkit::tools::replay");
+  }
   trace::replay_options options;
   if (settings.backend_name == "cpu") {
     options.device = backend_kind::cpu;
@@ -323,6 +328,21 @@ void run_replay(const replay_settings& settings) {
     write_whole_file(settings.html_path, trace::render_html(sections), "memkit::tools::replay");
     if (!settings.json) std::printf("report: %s\n", settings.html_path.c_str());
   }
+  if (!settings.snapshot_path.empty()) {
+    // Trace i is device i of the snapshot.
+    std::vector<trace::allocator_history> histories;
+    histories.reserve(traces.size());
+    for (const auto& trace : traces) {
+      progress_bar bar("snapshot " + printable(trace->name));
+      histories.push_back(trace::record_history(*trace, options));
+    }
+    std::vector<trace::snapshot_device> devices;
+    for (std::size_t i = 0; i < traces.size(); ++i)
+      devices.push_back({traces[i].get(), &histories[i]});
+    write_whole_file(settings.snapshot_path, trace::write_pytorch_snapshot(devices),
+                     "memkit::tools::replay");
+    if (!settings.json) std::printf("snapshot: %s\n", settings.snapshot_path.c_str());
+  }
   if (out_of_memory) throw CLI::RuntimeError(2);
 }
 
@@ -374,6 +394,9 @@ void add_replay_command(CLI::App& app) {
                     "also find the smallest capacity (1 MiB steps) the trace runs in");
   command->add_flag("--json", settings->json, "print JSON (an array for several traces)");
   command->add_option("--html", settings->html_path, "write a self-contained HTML report");
+  command->add_option("--pytorch-snapshot", settings->snapshot_path,
+                      "write the replay as a PyTorch memory snapshot (a pickle that "
+                      "torch.cuda._memory_viz opens; trace i is device i)");
   command->add_flag("--validate", settings->validate,
                     "check the allocator's invariants after every operation (slow)");
   command->callback([settings]() {

@@ -3,14 +3,15 @@
 // Three formats are read, detected from the content (docs/TRACES.md):
 //   memkit   gzip or plain CSV: `a,<id>,<size>,<stream>` / `f,<id>`, `# key: value`
 //            metadata lines, `s` step markers (a loop iteration starts); ids name
-//            live blocks.
+//            live blocks. Optionally call stacks: `@<stack>,<file>,<line>,<function>`
+//            lines, and an allocation's last field `@<stack>` naming its stack.
 //   rmm      RMM's logging_resource_adaptor CSV: `Thread,Time,Action,Pointer,Size,Stream`,
 //            actions allocate / free (`deallocate` accepted) / `allocate failure`
 //            (skipped: nothing was handed out); pointers name live blocks.
 //   pytorch  a torch.cuda.memory._snapshot() saved as JSON: the entries of its
-//            `device_traces` with action `alloc` and `free_requested`; the other
-//            actions (free_completed, segment_alloc, ...) are the caching allocator's
-//            own and are ignored.
+//            `device_traces` with action `alloc` (and its `frames`) and
+//            `free_requested`; the other actions (free_completed, segment_alloc, ...)
+//            are the caching allocator's own and are ignored.
 //
 // Every format becomes one list of events over dense block numbers: allocation k
 // (in trace order) is block k, so a replay can keep its addresses in a vector.
@@ -50,6 +51,14 @@ struct event {
   std::uint64_t line = 0;    // where the event is in the file, for messages
 };
 
+// One call frame of the stack that allocated a block.
+struct frame {
+  std::string filename;
+  std::uint64_t line = 0;
+  std::string name;  // the function
+  friend bool operator==(const frame&, const frame&) = default;
+};
+
 // Allocations a trace may have (12x the largest real one known): the readers
 // refuse more, naming the line, rather than spend minutes and GBs.
 inline constexpr std::uint64_t kMaxAllocations = std::uint64_t{1} << 23;
@@ -71,10 +80,23 @@ struct trace_data {
   // Step markers (`s` lines, memkit CSV): for each, in order, the index into events
   // of the first event after it (events.size() for a marker after the last event).
   std::vector<std::uint64_t> step_starts;
+  // Call stacks, where the trace has them (PyTorch's frames, memkit's `@` lines):
+  // distinct stacks, each innermost frame first, and for each block 1 + the index of
+  // the stack that allocated it (0: none known). block_stacks is empty when no block
+  // has a stack.
+  std::vector<std::vector<frame>> stacks;
+  std::vector<std::uint32_t> block_stacks;
 
   // The value of a metadata key, or empty.
   std::string_view get_metadata(std::string_view key) const noexcept;
+  // The stack that allocated `block`, innermost frame first; empty when unknown.
+  const std::vector<frame>& get_stack(std::uint64_t block) const noexcept;
 };
+
+// Stacks a trace may have (distinct ones) and frames in one stack: past these the
+// readers stop with an error naming the line.
+inline constexpr std::uint64_t kMaxStacks = std::uint64_t{1} << 22;
+inline constexpr std::uint64_t kMaxFramesPerStack = 4096;
 
 // Reads a trace file in any of the formats; gzip-compressed or not.
 trace_data read(const std::string& path);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "memkit/trace.hpp"
 #include "memkit/version.hpp"
 #include "reports/reports.hpp"
+#include "trace/pytorch_snapshot.hpp"
 #include "trace/replay.hpp"
 #include "trace/report_html.hpp"
 #if MEMKIT_HAVE_CUDA
@@ -275,13 +277,15 @@ std::string dump(const nlohmann::json& value) {
 }
 
 // memkit replay: one JSON object per trace, as `memkit replay --json` prints it, and
-// the HTML report when asked for.
+// the HTML report when asked for; the PyTorch snapshot written to snapshot_path when it
+// is not empty.
 std::pair<std::string, std::string> replay(const std::vector<std::string>& paths,
                                            const std::string& backend, const std::string& policy,
                                            std::size_t capacity, std::size_t granularity,
                                            double arena_slack, bool plan_loops,
                                            std::uint32_t device_lag, std::uint64_t lag_seed,
-                                           bool min_capacity, bool validate, bool html) {
+                                           bool min_capacity, bool validate, bool html,
+                                           const std::string& snapshot_path) {
   const char* function = "memkit.replay";
   memkit::trace::replay_options options;
   if (backend == "cpu") {
@@ -328,6 +332,24 @@ std::pair<std::string, std::string> replay(const std::vector<std::string>& paths
     if (html) section.observation = memkit::trace::observe(*trace, options);
     out.push_back(memkit::reports::replay_json(section));
     sections.push_back(std::move(section));
+  }
+  if (!snapshot_path.empty()) {
+    std::vector<memkit::trace::allocator_history> histories;
+    histories.reserve(traces.size());
+    std::vector<memkit::trace::snapshot_device> devices;
+    for (const auto& trace : traces) {
+      histories.push_back(memkit::trace::record_history(*trace, options));
+      devices.push_back({trace.get(), &histories.back()});
+    }
+    const std::string pickle = memkit::trace::write_pytorch_snapshot(devices);
+    std::FILE* file = std::fopen(snapshot_path.c_str(), "wb");
+    const bool written =
+        file && std::fwrite(pickle.data(), 1, pickle.size(), file) == pickle.size();
+    if (file && std::fclose(file) != 0) file = nullptr;
+    if (!written || !file) {
+      throw bad_argument(
+          function, "pytorch_snapshot " + memkit::quote_input(snapshot_path) + ": cannot write it");
+    }
   }
   return {dump(out), html ? memkit::trace::render_html(sections) : std::string()};
 }
@@ -543,7 +565,7 @@ PYBIND11_MODULE(_memkit, m) {
   m.def("replay", &replay, py::arg("paths"), py::kw_only(), py::arg("backend"), py::arg("policy"),
         py::arg("capacity"), py::arg("granularity"), py::arg("arena_slack"), py::arg("plan_loops"),
         py::arg("device_lag"), py::arg("lag_seed"), py::arg("min_capacity"), py::arg("validate"),
-        py::arg("html"));
+        py::arg("html"), py::arg("pytorch_snapshot"));
   m.def("replay_defaults", [] {
     const memkit::trace::replay_options replay_defaults;
     py::dict out;

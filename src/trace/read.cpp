@@ -79,7 +79,9 @@ class trace_builder {
 
   trace_builder(trace_data& trace, key_kind kind) : trace_(trace), kind_(kind) {}
 
-  void allocate(std::uint64_t key, std::size_t size, std::string_view stream, std::uint64_t line) {
+  // `stack` is 1 + the index of the block's stack in trace.stacks, 0 when unknown.
+  void allocate(std::uint64_t key, std::size_t size, std::string_view stream, std::uint64_t line,
+                std::uint32_t stack = 0) {
     auto [it, inserted] = blocks_.try_emplace(key);
     if (!inserted && it->second.live) {
       fail(line, "allocation of " + describe(key) + ", which is live (allocated at line " +
@@ -92,7 +94,36 @@ class trace_builder {
     it->second = {true, trace_.allocations, line};
     trace_.events.push_back(
         {action::allocate, stream_number(stream), trace_.allocations, size, line});
+    if (stack != 0 || !trace_.block_stacks.empty()) {
+      trace_.block_stacks.resize(trace_.allocations, 0);
+      trace_.block_stacks.push_back(stack);
+    }
     ++trace_.allocations;
+  }
+
+  // 1 + the index in trace.stacks of a stack with these frames, added when new.
+  std::uint32_t intern_stack(std::vector<frame>&& frames, std::uint64_t line) {
+    if (frames.empty()) return 0;
+    std::string key;
+    for (const frame& f : frames) {
+      key += std::to_string(f.filename.size()) + ':' + f.filename + std::to_string(f.line) + ':' +
+             std::to_string(f.name.size()) + ':' + f.name;
+    }
+    const auto it = stack_numbers_.find(key);
+    if (it != stack_numbers_.end()) return it->second;
+    if (trace_.stacks.size() == kMaxStacks) {
+      fail(line, "more than " + std::to_string(kMaxStacks) +
+                     " distinct call stacks: past what a replay takes");
+    }
+    trace_.stacks.push_back(std::move(frames));
+    const auto number = static_cast<std::uint32_t>(trace_.stacks.size());
+    stack_numbers_.emplace(std::move(key), number);
+    return number;
+  }
+
+  // After the last event: every block has an entry when any has a stack.
+  void finish() {
+    if (!trace_.block_stacks.empty()) trace_.block_stacks.resize(trace_.allocations, 0);
   }
 
   void free(std::uint64_t key, std::uint64_t line) {
@@ -143,6 +174,7 @@ class trace_builder {
   key_kind kind_;
   std::unordered_map<std::uint64_t, block_state> blocks_;
   std::unordered_map<std::string, std::uint32_t> stream_numbers_;
+  std::unordered_map<std::string, std::uint32_t> stack_numbers_;
 };
 
 // Calls `on_line(line_number, line)` for every line of `text`.
@@ -220,8 +252,102 @@ void check_steps(trace_data& trace, const step_key_lines& step_lines) {
   }
 }
 
+// `%XX` (two hex digits) is the byte XX: a frame's file and function escape `%`,
+// `,` and line ends that way. Returns false on a `%` not followed by two hex digits.
+bool percent_decode(std::string_view text, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    std::uint64_t byte = 0;
+    if (i + 2 >= text.size() || !parse_unsigned(text.substr(i + 1, 2), byte, 16)) {
+      return false;
+    }
+    out += static_cast<char>(byte);
+    i += 2;
+  }
+  return true;
+}
+
+// The memkit CSV's call stacks: `@<stack>,<file>,<line>,<function>` lines add a frame
+// to a stack (innermost first), and an allocation's `@<stack>` field uses it. A stack
+// is complete once an allocation uses it.
+class csv_stacks {
+ public:
+  explicit csv_stacks(trace_builder& builder) : builder_(builder) {}
+
+  void add_frame(const std::vector<std::string_view>& fields, std::string_view text,
+                 std::uint64_t line) {
+    if (fields.size() != 4) {
+      builder_.fail(line, "expected '@<stack>,<file>,<line>,<function>', got " + quote(text));
+    }
+    std::uint64_t id = 0;
+    if (!parse_unsigned(fields[0].substr(1), id)) {
+      builder_.fail(line, "bad stack id " + quote(fields[0]));
+    }
+    frame f;
+    if (!percent_decode(fields[1], f.filename)) {
+      builder_.fail(line, "bad %-escape in the file " + quote(fields[1]));
+    }
+    if (!parse_unsigned(fields[2], f.line)) {
+      builder_.fail(line, "bad line number " + quote(fields[2]));
+    }
+    if (!percent_decode(fields[3], f.name)) {
+      builder_.fail(line, "bad %-escape in the function " + quote(fields[3]));
+    }
+    auto [it, inserted] = stacks_.try_emplace(id);
+    pending& stack = it->second;
+    if (inserted) {
+      if (stacks_.size() > kMaxStacks) {
+        builder_.fail(line, "more than " + std::to_string(kMaxStacks) + " call stacks");
+      }
+      stack.line = line;
+    }
+    if (stack.number != 0) {
+      builder_.fail(line, "a frame added to stack @" + std::to_string(id) +
+                              " after an allocation used it (line " +
+                              std::to_string(stack.used_at) + ")");
+    }
+    if (stack.frames.size() == kMaxFramesPerStack) {
+      builder_.fail(line, "more than " + std::to_string(kMaxFramesPerStack) + " frames in stack @" +
+                              std::to_string(id));
+    }
+    stack.frames.push_back(std::move(f));
+  }
+
+  // The stack of an allocation's `@<stack>` field: 1 + its index in trace.stacks.
+  std::uint32_t use(std::string_view field, std::uint64_t line) {
+    std::uint64_t id = 0;
+    if (!parse_unsigned(field.substr(1), id)) builder_.fail(line, "bad stack id " + quote(field));
+    const auto it = stacks_.find(id);
+    if (it == stacks_.end()) {
+      builder_.fail(line, "stack @" + std::to_string(id) + " is not defined before its use");
+    }
+    pending& stack = it->second;
+    if (stack.number == 0) {
+      stack.number = builder_.intern_stack(std::move(stack.frames), line);
+      stack.frames = {};
+      stack.used_at = line;
+    }
+    return stack.number;
+  }
+
+ private:
+  struct pending {
+    std::vector<frame> frames;
+    std::uint32_t number = 0;  // once used: 1 + its index in trace.stacks
+    std::uint64_t line = 0;    // of its first frame
+    std::uint64_t used_at = 0;
+  };
+  trace_builder& builder_;
+  std::unordered_map<std::uint64_t, pending> stacks_;
+};
+
 void parse_memkit(std::string_view text, trace_data& trace, step_key_lines& step_lines) {
   trace_builder builder(trace, trace_builder::key_kind::id);
+  csv_stacks stacks(builder);
   for_each_line(text, [&](std::uint64_t line_number, std::string_view line) {
     line = trim(line);
     if (line.empty()) return;
@@ -233,7 +359,11 @@ void parse_memkit(std::string_view text, trace_data& trace, step_key_lines& step
       trace.step_starts.push_back(trace.events.size());
       return;
     }
-    const std::vector<std::string_view> fields = split(line, ',');
+    std::vector<std::string_view> fields = split(line, ',');
+    if (line.front() == '@') {
+      stacks.add_frame(fields, line, line_number);
+      return;
+    }
     const std::string_view kind = fields[0];
     std::uint64_t id = 0;
     // A recording (allocator_options::record_path) adds the moment, in ns: checked,
@@ -243,9 +373,15 @@ void parse_memkit(std::string_view text, trace_data& trace, step_key_lines& step
       if (!parse_unsigned(field, ns)) builder.fail(line_number, "bad time " + quote(field));
     };
     if (kind == "a") {
-      // The stream may be left out: stream 0.
+      // The stack, when given, is the last field; the stream may be left out: stream 0.
+      std::uint32_t stack = 0;
+      if (fields.size() >= 4 && fields.size() <= 6 && fields.back().starts_with('@')) {
+        stack = stacks.use(fields.back(), line_number);
+        fields.pop_back();
+      }
       if (fields.size() < 3 || fields.size() > 5) {
-        builder.fail(line_number, "expected 'a,<id>,<size>,<stream>[,<ns>]', got " + quote(line));
+        builder.fail(line_number,
+                     "expected 'a,<id>,<size>,<stream>[,<ns>][,@<stack>]', got " + quote(line));
       }
       if (fields.size() == 5) check_time(fields[4]);
       std::uint64_t size = 0;
@@ -257,7 +393,7 @@ void parse_memkit(std::string_view text, trace_data& trace, step_key_lines& step
       }
       const std::string_view stream = fields.size() >= 4 ? fields[3] : std::string_view("0");
       if (stream.empty()) builder.fail(line_number, "empty stream");
-      builder.allocate(id, static_cast<std::size_t>(size), stream, line_number);
+      builder.allocate(id, static_cast<std::size_t>(size), stream, line_number, stack);
     } else if (kind == "f") {
       if (fields.size() != 2 && fields.size() != 3) {
         builder.fail(line_number, "expected 'f,<id>[,<ns>]', got " + quote(line));
@@ -268,9 +404,11 @@ void parse_memkit(std::string_view text, trace_data& trace, step_key_lines& step
       }
       builder.free(id, line_number);
     } else {
-      builder.fail(line_number, "unknown action " + quote(kind) + " (expected 'a', 'f' or 's')");
+      builder.fail(line_number,
+                   "unknown action " + quote(kind) + " (expected 'a', 'f', 's' or '@')");
     }
   });
+  builder.finish();
 }
 
 constexpr std::string_view kRmmHeader = "Thread,Time,Action,Pointer,Size,Stream";
@@ -359,7 +497,7 @@ class line_counting_iterator {
 };
 
 // Streams through a snapshot, keeping only device_traces[d][i].{action, addr, size,
-// stream}; frames and segments are skipped without being stored.
+// stream, frames}; segments are skipped without being stored.
 class snapshot_reader {
  public:
   using json = nlohmann::json;
@@ -396,17 +534,29 @@ class snapshot_reader {
 
   bool start_object(std::size_t) {
     if (in_traces() && depth_ == traces_depth_ + 2) begin_entry();
+    if (in_frames_ && depth_ == traces_depth_ + 4) {
+      frame_ = frame{};
+      frame_key_.clear();
+    }
     ++depth_;
     return true;
   }
   bool key(json::string_t& name) {
     if (depth_ == 1 && traces_depth_ < 0) root_key_ = name;
     if (in_traces() && depth_ == traces_depth_ + 3) entry_key_ = name;
+    if (in_frames_ && depth_ == traces_depth_ + 5) frame_key_ = name;
     return true;
   }
   bool end_object() {
     --depth_;
     if (in_traces() && depth_ == traces_depth_ + 2) end_entry();
+    if (in_frames_ && depth_ == traces_depth_ + 4) {
+      if (entry_.frames.size() == kMaxFramesPerStack) {
+        builder_.fail(entry_.line,
+                      "more than " + std::to_string(kMaxFramesPerStack) + " frames in one entry");
+      }
+      entry_.frames.push_back(std::move(frame_));
+    }
     return true;
   }
   bool start_array(std::size_t) {
@@ -417,12 +567,15 @@ class snapshot_reader {
       ++device_;
     } else if (in_traces() && depth_ == traces_depth_ + 2) {
       not_an_entry();
+    } else if (in_traces() && depth_ == traces_depth_ + 3 && entry_key_ == "frames") {
+      in_frames_ = true;
     }
     ++depth_;
     return true;
   }
   bool end_array() {
     --depth_;
+    if (in_frames_ && depth_ == traces_depth_ + 3) in_frames_ = false;
     if (in_traces() && depth_ == traces_depth_) {
       traces_depth_ = -1;
       traces_done_ = true;
@@ -439,6 +592,7 @@ class snapshot_reader {
 
   void finish() {
     if (!traces_done_) fail_at(trace_.path, *line_, "no device_traces list in the snapshot");
+    builder_.finish();
     trace_.metadata.emplace_back("source", "PyTorch memory snapshot");
     if (used_device_ >= 0) {
       trace_.metadata.emplace_back("device", std::to_string(used_device_));
@@ -462,6 +616,7 @@ class snapshot_reader {
     std::uint64_t addr = 0;
     std::uint64_t size = 0;
     std::string stream;
+    std::vector<frame> frames;  // where the block was allocated, innermost first
   };
 
   bool in_traces() const { return traces_depth_ >= 0; }
@@ -476,6 +631,10 @@ class snapshot_reader {
 
   bool scalar(const value& v) {
     if (in_traces() && depth_ <= traces_depth_ + 2) not_an_entry();
+    if (in_frames_ && depth_ == traces_depth_ + 5) {
+      read_frame_field(v);
+      return true;
+    }
     if (!in_traces() || depth_ != traces_depth_ + 3) return true;
     const auto need_number = [&](const char* field) {
       if (v.kind != value::kinds::number) {
@@ -511,6 +670,21 @@ class snapshot_reader {
     return true;
   }
 
+  // A frame's filename, line and name; other keys are skipped.
+  void read_frame_field(const value& v) {
+    const bool is_line = frame_key_ == "line";
+    if (!is_line && frame_key_ != "filename" && frame_key_ != "name") return;
+    if (is_line ? v.kind != value::kinds::number : v.kind != value::kinds::text) {
+      builder_.fail(entry_.line, "frame field '" + frame_key_ + "' is not " +
+                                     (is_line ? "a non-negative integer" : "a string"));
+    }
+    if (is_line) {
+      frame_.line = v.number;
+    } else {
+      (frame_key_ == "filename" ? frame_.filename : frame_.name) = v.text;
+    }
+  }
+
   void begin_entry() {
     entry_ = entry{};
     entry_.line = *line_;
@@ -544,7 +718,8 @@ class snapshot_reader {
     if (is_alloc) {
       if (!entry_.has_size) builder_.fail(entry_.line, "alloc entry without a 'size'");
       builder_.allocate(entry_.addr, static_cast<std::size_t>(entry_.size),
-                        entry_.has_stream ? std::string_view(entry_.stream) : "0", entry_.line);
+                        entry_.has_stream ? std::string_view(entry_.stream) : "0", entry_.line,
+                        builder_.intern_stack(std::move(entry_.frames), entry_.line));
     } else {
       builder_.free(entry_.addr, entry_.line);
     }
@@ -556,9 +731,12 @@ class snapshot_reader {
   int depth_ = 0;
   int traces_depth_ = -1;  // depth of the device_traces list while inside it
   bool traces_done_ = false;
+  bool in_frames_ = false;  // inside an entry's frames list
   std::string root_key_;
   std::string entry_key_;
+  std::string frame_key_;
   entry entry_;
+  frame frame_;
   int device_ = -1;
   int used_device_ = -1;
   int last_skipped_device_ = -1;
@@ -663,6 +841,12 @@ trace_data parse(std::string_view text, const std::string& path) {
 }
 
 trace_data read(const std::string& path) { return parse(read_file(path), path); }
+
+const std::vector<frame>& trace_data::get_stack(std::uint64_t block) const noexcept {
+  static const std::vector<frame> kNone;
+  if (block >= block_stacks.size() || block_stacks[block] == 0) return kNone;
+  return stacks[block_stacks[block] - 1];
+}
 
 std::size_t calculate_peak_live(const trace_data& trace) {
   std::vector<std::size_t> sizes(trace.allocations);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <unordered_set>
 
 #include "memkit/backends/cpu.hpp"
 #include "memkit/backends/sim.hpp"
@@ -18,8 +19,79 @@ constexpr std::uint64_t kProgressEvery = 4096;
 
 std::string mib(std::size_t bytes) { return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB"; }
 
+// Forwards every call to the device, noting the segments and pages it hands out and
+// takes back (for record_history) until the replay takes them.
+class watched_backend final : public backend {
+ public:
+  explicit watched_backend(backend& device) : device_(device) {}
+
+  std::vector<history_event>& get_pending() noexcept { return pending_; }
+
+  const device_facts& get_facts() const noexcept override { return device_.get_facts(); }
+  address_t allocate_segment(std::size_t bytes) override {
+    const address_t address = device_.allocate_segment(bytes);
+    if (address != 0) note(history_event::kinds::segment_alloc, address, bytes);
+    return address;
+  }
+  void free_segment(address_t address, std::size_t bytes) override {
+    note(history_event::kinds::segment_free, address, bytes);
+    device_.free_segment(address, bytes);
+  }
+  std::uint64_t get_submitted(queue_id queue) override { return device_.get_submitted(queue); }
+  std::uint64_t get_completed(queue_id queue) const override {
+    return device_.get_completed(queue);
+  }
+  void wait(fence f) override { device_.wait(f); }
+  void set_wired_limit(std::size_t bytes) override { device_.set_wired_limit(bytes); }
+  void* get_host_pointer(address_t address) const override {
+    return device_.get_host_pointer(address);
+  }
+  void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,
+                      element_conversion conversion) override {
+    device_.copy_to_device(dst, src, host_bytes, queue, conversion);
+  }
+  void copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
+                    element_conversion conversion) override {
+    device_.copy_to_host(dst, src, host_bytes, queue, conversion);
+  }
+  void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override {
+    device_.fill(dst, bytes, pattern, queue);
+  }
+  void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override {
+    device_.copy(dst, src, bytes, queue);
+  }
+  address_t reserve_range(std::size_t bytes) override { return device_.reserve_range(bytes); }
+  void release_range(address_t base, std::size_t bytes) override {
+    device_.release_range(base, bytes);
+  }
+  page_id create_page(std::size_t bytes) override { return device_.create_page(bytes); }
+  void release_page(page_id page, std::size_t bytes) override { device_.release_page(page, bytes); }
+  void map(address_t at, page_id page, std::size_t bytes) override {
+    device_.map(at, page, bytes);
+    note(history_event::kinds::segment_map, at, bytes);
+  }
+  void set_access(address_t at, std::size_t bytes) override { device_.set_access(at, bytes); }
+  void unmap(address_t at, std::size_t bytes) override {
+    note(history_event::kinds::segment_unmap, at, bytes);
+    device_.unmap(at, bytes);
+  }
+
+ private:
+  void note(history_event::kinds kind, address_t address, std::size_t bytes) {
+    history_event entry;
+    entry.kind = kind;
+    entry.address = address;
+    entry.size = bytes;
+    pending_.push_back(entry);
+  }
+
+  backend& device_;
+  std::vector<history_event> pending_;
+};
+
 struct replay_setup {
   std::unique_ptr<backend> device;
+  std::unique_ptr<watched_backend> watcher;  // between the allocator and the device, when asked
   sim_backend* sim = nullptr;  // the device when simulated and lagging: events submit work
   std::uint32_t lag = 0;       // events after which an event's work completes (the most, seeded)
   bool seeded = false;         // each event's lag drawn from [0, lag]
@@ -29,7 +101,7 @@ struct replay_setup {
 };
 
 replay_setup make_setup(const trace_data& trace, const replay_options& options,
-                        std::size_t peak_live_bytes) {
+                        std::size_t peak_live_bytes, bool watched = false) {
   replay_setup setup;
   allocator_options allocator_settings;
   allocator_settings.validate = options.validate;
@@ -60,7 +132,9 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
                         mib(machine_bytes) + " (replay it on --backend sim)");
     }
   }
-  setup.memory = std::make_unique<allocator>(*setup.device, allocator_settings);
+  if (watched) setup.watcher = std::make_unique<watched_backend>(*setup.device);
+  setup.memory = std::make_unique<allocator>(
+      watched ? static_cast<backend&>(*setup.watcher) : *setup.device, allocator_settings);
   // Streams beyond the device's queues share queues round-robin.
   const std::uint32_t queue_count =
       std::max<std::uint32_t>(1, setup.device->get_facts().queue_count);
@@ -73,11 +147,12 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
 
 // Replays events [first, stop) and calls after_event(index) after each; returns the
 // index it stopped at (stop when all ran). An out_of_memory stops the run and is
-// recorded in `result`.
-template <class AfterEvent>
+// recorded in `result`. With kKeepSizes, block_sizes[block] gets each block's size.
+template <bool kKeepSizes = false, class AfterEvent>
 std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
                          std::vector<address_t>& addresses, std::uint64_t first, std::uint64_t stop,
-                         replay_result& result, AfterEvent&& after_event) {
+                         replay_result& result, AfterEvent&& after_event,
+                         std::vector<std::size_t>* block_sizes = nullptr) {
   allocator& memory = *setup.memory;
   const event* events = trace.events.data();
   // A request above the device's largest buffer is bad input to the allocator; to a
@@ -97,7 +172,9 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
           result.failed_line = e.line;
           return index;
         }
-        addresses[e.block] = memory.allocate(e.size, queue).address;
+        const allocation block = memory.allocate(e.size, queue);
+        addresses[e.block] = block.address;
+        if constexpr (kKeepSizes) (*block_sizes)[e.block] = block.size;
       } else {
         memory.free(addresses[e.block]);
       }
@@ -189,67 +266,178 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   return result;
 }
 
-replay_observation observe(const trace_data& trace, const replay_options& options,
-                           std::size_t max_samples) {
-  replay_observation observation;
-  const std::size_t peak_live_bytes = calculate_peak_live(trace);
-  const std::uint64_t total = trace.events.size();
-  const std::uint64_t window =
-      std::max<std::uint64_t>(1, (total + max_samples - 1) / std::max<std::size_t>(1, max_samples));
+namespace {
 
+// Builds an allocator_history from a replay on a watched device, event by event.
+class history_recorder {
+ public:
+  history_recorder(const trace_data& trace, replay_setup& setup, allocator_history& history)
+      : trace_(trace),
+        setup_(setup),
+        history_(history),
+        pending_(setup.watcher->get_pending()),
+        addresses_(trace.allocations),
+        block_sizes_(trace.allocations),
+        requested_(trace.allocations),
+        streams_(trace.allocations),
+        live_(trace.allocations) {}
+
+  // Replays events [0, stop), recording each, then calling after_event(index).
+  template <class AfterEvent>
+  replay_result run(std::uint64_t stop, AfterEvent&& after_event) {
+    replay_result result;
+    history_.events = run_events<true>(
+        trace_, setup_, addresses_, 0, stop, result,
+        [&](std::uint64_t index) {
+          record(index);
+          after_event(index);
+        },
+        &block_sizes_);
+    finish(result);
+    return result;
+  }
+
+ private:
+  void record(std::uint64_t index) {
+    const event& e = trace_.events[index];
+    history_event entry;
+    entry.event = index;
+    entry.block = e.block;
+    entry.address = addresses_[e.block];
+    if (e.kind == action::allocate) {
+      take_pending(index);  // a segment comes before the blocks in it
+      live_[e.block] = true;
+      requested_[e.block] = e.size;
+      streams_[e.block] = e.stream;
+      if (e.size == 0) return;  // no address
+      entry.kind = history_event::kinds::alloc;
+      entry.stream = e.stream;
+      entry.size = e.size;
+      entry.block_size = block_sizes_[e.block];
+      history_.entries.push_back(entry);
+    } else {
+      live_[e.block] = false;
+      if (requested_[e.block] != 0) {
+        entry.kind = history_event::kinds::free;
+        entry.stream = streams_[e.block];  // the trace's frees name none: the allocation's
+        entry.size = requested_[e.block];
+        entry.block_size = block_sizes_[e.block];
+        history_.entries.push_back(entry);
+      }
+      take_pending(index);  // a segment goes after the blocks in it
+    }
+  }
+
+  // Moves the device's calls made during event `index` into the history; new segments
+  // are looked up in the allocator's pools to say whether they are small.
+  void take_pending(std::uint64_t index) {
+    if (pending_.empty()) return;
+    const std::size_t first = history_.entries.size();
+    bool new_segment = false;
+    for (history_event& entry : pending_) {
+      entry.event = index;
+      new_segment = new_segment || entry.kind == history_event::kinds::segment_alloc;
+      history_.entries.push_back(entry);
+    }
+    pending_.clear();
+    if (!new_segment) return;
+    const std::vector<segment_view> views = setup_.memory->calculate_segments();
+    for (std::size_t i = first; i < history_.entries.size(); ++i) {
+      history_event& entry = history_.entries[i];
+      if (entry.kind != history_event::kinds::segment_alloc) continue;
+      const auto it = std::lower_bound(
+          views.begin(), views.end(), entry.address,
+          [](const segment_view& view, address_t address) { return view.base < address; });
+      entry.small = it != views.end() && it->base == entry.address && it->small;
+    }
+  }
+
+  void finish(const replay_result& result) {
+    const std::uint64_t total = trace_.events.size();
+    history_.completed = result.completed;
+    if (!result.completed) {
+      take_pending(history_.events);
+      history_event entry;
+      entry.kind = history_event::kinds::oom;
+      entry.event = history_.events;
+      entry.size = history_.events < total ? trace_.events[history_.events].size : 0;
+      history_.entries.push_back(entry);
+    }
+    // Segments from allocate_segment still held, to tell them from the range's pages.
+    std::unordered_set<address_t> segment_bases;
+    for (const history_event& entry : history_.entries) {
+      if (entry.kind == history_event::kinds::segment_alloc) segment_bases.insert(entry.address);
+      if (entry.kind == history_event::kinds::segment_free) segment_bases.erase(entry.address);
+    }
+    history_.segments = setup_.memory->calculate_segments();
+    for (const segment_view& segment : history_.segments) {
+      history_.segment_in_range.push_back(!segment_bases.contains(segment.base));
+    }
+    for (std::uint64_t block = 0; block < trace_.allocations; ++block) {
+      if (live_[block] && requested_[block] != 0) {
+        history_.live_blocks.emplace_back(addresses_[block], block);
+      }
+    }
+    std::sort(history_.live_blocks.begin(), history_.live_blocks.end());
+    history_.capacity = setup_.device->get_facts().capacity;
+    history_.reserved = setup_.memory->get_statistics().reserved_bytes;
+  }
+
+  const trace_data& trace_;
+  replay_setup& setup_;
+  allocator_history& history_;
+  std::vector<history_event>& pending_;
+  std::vector<address_t> addresses_;
+  std::vector<std::size_t> block_sizes_;
+  std::vector<std::size_t> requested_;
+  std::vector<std::uint32_t> streams_;
+  std::vector<bool> live_;
+};
+
+}  // namespace
+
+replay_observation observe(const trace_data& trace, const replay_options& options) {
+  replay_observation observation;
+  const std::uint64_t total = trace.events.size();
   std::vector<std::size_t> sizes(trace.allocations);
   std::size_t live = 0;
-  timeline_sample sample;
-  replay_result result;
-  std::uint64_t events_run = 0;
-  {
-    replay_setup setup = make_setup(trace, options, peak_live_bytes);
-    std::vector<address_t> addresses(trace.allocations);
-    const allocator& memory = *setup.memory;
-    events_run = run_events(trace, setup, addresses, 0, total, result, [&](std::uint64_t index) {
-      const event& e = trace.events[index];
-      if (e.kind == action::allocate) {
-        sizes[e.block] = e.size;
-        live += e.size;
-      } else {
-        live -= sizes[e.block];
-      }
-      const std::size_t reserved = memory.get_statistics().reserved_bytes;
-      if (reserved > observation.peak_reserved_bytes) {
-        observation.peak_reserved_bytes = reserved;
-        observation.peak_event = index;
-        observation.peak_line = e.line;
-        observation.live_at_peak_bytes = live;
-      }
-      sample.live_bytes = std::max(sample.live_bytes, live);
-      sample.reserved_bytes = std::max(sample.reserved_bytes, reserved);
-      if ((index + 1) % window == 0 || index + 1 == total) {
-        sample.event = index;
-        observation.timeline.push_back(sample);
-        sample = {};
-      }
-      if (options.progress && (index + 1) % kProgressEvery == 0) options.progress(index + 1, total);
-    });
-  }
+  std::size_t last_reserved = 0;
+  replay_setup setup = make_setup(trace, options, calculate_peak_live(trace), true);
+  const allocator& memory = *setup.memory;
+  history_recorder recorder(trace, setup, observation.history);
+  const replay_result result = recorder.run(total, [&](std::uint64_t index) {
+    const event& e = trace.events[index];
+    if (e.kind == action::allocate) {
+      sizes[e.block] = e.size;
+      live += e.size;
+    } else {
+      live -= sizes[e.block];
+    }
+    const std::size_t reserved = memory.get_statistics().reserved_bytes;
+    if (reserved != last_reserved) {
+      observation.reserved_changes.emplace_back(index, reserved);
+      last_reserved = reserved;
+    }
+    if (reserved > observation.peak_reserved_bytes) {
+      observation.peak_reserved_bytes = reserved;
+      observation.peak_event = index;
+      observation.peak_line = e.line;
+      observation.live_at_peak_bytes = live;
+    }
+    if (options.progress && (index + 1) % kProgressEvery == 0) options.progress(index + 1, total);
+  });
   // A run that stopped early (out of memory) still shows what happened up to there.
   observation.completed = result.completed;
-  observation.events = events_run;
-  if (events_run > 0 &&
-      (observation.timeline.empty() || observation.timeline.back().event + 1 != events_run)) {
-    sample.event = events_run - 1;
-    observation.timeline.push_back(sample);
-  }
-  if (observation.peak_reserved_bytes > 0) {
-    replay_setup setup = make_setup(trace, options, peak_live_bytes);
-    std::vector<address_t> addresses(trace.allocations);
-    replay_result prefix;
-    run_events(trace, setup, addresses, 0, observation.peak_event + 1, prefix,
-               [](std::uint64_t) {});
-    observation.segments_at_peak = setup.memory->calculate_segments();
-  }
+  observation.events = observation.history.events;
   return observation;
 }
 
+allocator_history record_history(const trace_data& trace, const replay_options& options) {
+  allocator_history history;
+  replay_setup setup = make_setup(trace, options, calculate_peak_live(trace), true);
+  history_recorder(trace, setup, history).run(trace.events.size(), [](std::uint64_t) {});
+  return history;
+}
 min_capacity_result find_min_capacity(
     const trace_data& trace, const replay_options& options, std::size_t peak_live_bytes,
     std::size_t unconstrained_peak_reserved_bytes,

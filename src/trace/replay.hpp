@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memkit/allocator.hpp"
@@ -72,27 +73,60 @@ struct replay_result {
 // when --backend cpu is asked for more memory than the machine has.
 replay_result replay(const trace_data& trace, const replay_options& options);
 
-// What the HTML report draws.
-struct timeline_sample {
-  std::uint64_t event = 0;         // the last event of the sample's window
-  std::size_t live_bytes = 0;      // the largest in the window
-  std::size_t reserved_bytes = 0;  // the largest in the window
+// What the allocator did in a replay, in the terms of PyTorch's memory snapshots
+// (docs/TRACES.md, "Writing PyTorch snapshots"): the trace's allocations and frees with
+// the addresses the allocator gave, the segments it took from the device and gave back,
+// the pages it mapped and unmapped, and the segments at the end.
+struct history_event {
+  enum class kinds : std::uint8_t {
+    alloc,          // block, address, size (requested bytes), stream
+    free,           // block, address, size (requested bytes), stream
+    segment_alloc,  // address, size: allocate_segment
+    segment_free,   // address, size: free_segment
+    segment_map,    // address, size: pages mapped into the arena's range
+    segment_unmap,  // address, size: pages unmapped
+    oom,            // size: the request that found no memory (the last event)
+  };
+  kinds kind = kinds::alloc;
+  std::uint32_t stream = 0;  // alloc, free: the trace's dense stream number
+  std::uint64_t event = 0;   // the trace event during which it happened
+  std::uint64_t block = 0;   // alloc, free: the trace's block number
+  address_t address = 0;
+  std::size_t size = 0;
+  std::size_t block_size = 0;  // alloc, free: the allocator's block (the request rounded up)
+  bool small = false;          // segment_alloc: a segment of the small-block pool
 };
+struct allocator_history {
+  bool completed = true;     // false: out of memory at the last event (an oom entry)
+  std::uint64_t events = 0;  // trace events replayed
+  std::size_t capacity = 0;  // the device's
+  std::size_t reserved = 0;  // at the end
+  std::vector<history_event> entries;
+  std::vector<segment_view> segments;  // at the end, by address
+  std::vector<bool> segment_in_range;  // per segment: pages of the arena's range (not a segment)
+  // Blocks of the trace live at the end, by address: (address, block number).
+  std::vector<std::pair<address_t, std::uint64_t>> live_blocks;
+};
+
+// What the HTML report draws.
 struct replay_observation {
-  bool completed = true;                  // false: the run ended in out of memory
-  std::uint64_t events = 0;               // replayed
-  std::vector<timeline_sample> timeline;  // at most max_samples windows of equal length
-  std::uint64_t peak_event = 0;           // index of the event after which reserved peaked
+  bool completed = true;         // false: the run ended in out of memory
+  std::uint64_t events = 0;      // replayed
+  std::uint64_t peak_event = 0;  // index of the event after which reserved first peaked
   std::uint64_t peak_line = 0;
   std::size_t peak_reserved_bytes = 0;
   std::size_t live_at_peak_bytes = 0;
-  std::vector<segment_view> segments_at_peak;
+  allocator_history history;  // every block's address and size, the segments over time
+  // Reserved bytes after each event where they changed: (event index, bytes).
+  std::vector<std::pair<std::uint64_t, std::size_t>> reserved_changes;
 };
 
-// Replays the trace watching every event (not timed), then replays it again up to the
-// first moment of peak reserved to take the segment map there.
-replay_observation observe(const trace_data& trace, const replay_options& options,
-                           std::size_t max_samples = 2000);
+// Replays the trace watching every event (not timed) and recording its history.
+replay_observation observe(const trace_data& trace, const replay_options& options);
+
+// Replays the trace recording the history (not timed). Blocks of 0 bytes get no
+// address and are left out.
+allocator_history record_history(const trace_data& trace, const replay_options& options);
 
 struct min_capacity_result {
   std::size_t min_capacity_bytes = 0;  // the smallest capacity, in MiB steps, that ran

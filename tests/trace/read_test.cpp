@@ -2,6 +2,7 @@
 // an error that names the file and line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -82,6 +83,93 @@ TEST(trace_read, pytorch_snapshot_keeps_alloc_and_free_requested) {
   EXPECT_EQ(trace.get_metadata("device"), "0");
 }
 
+TEST(trace_read, pytorch_snapshot_keeps_the_frames_of_allocations) {
+  const trace_data trace = read(fixture("pytorch_snapshot.json"));
+  ASSERT_EQ(trace.stacks.size(), 1u);
+  ASSERT_EQ(trace.block_stacks.size(), trace.allocations);
+  EXPECT_EQ(trace.get_stack(0), (std::vector<frame>{{"train.py", 10, "forward"}}));
+  EXPECT_TRUE(trace.get_stack(1).empty());  // an empty list of frames: none known
+  EXPECT_TRUE(trace.get_stack(2).empty());
+
+  // The same stack twice is one stack; other keys of a frame are skipped.
+  const std::string text = R"({"device_traces": [[
+    {"action": "alloc", "addr": 1, "size": 8, "frames": [
+      {"filename": "a.py", "line": 1, "name": "f", "column": 4}, {"filename": "b.py", "line": 2, "name": "g"}]},
+    {"action": "alloc", "addr": 2, "size": 8, "frames": [
+      {"filename": "a.py", "line": 1, "name": "f"}, {"filename": "b.py", "line": 2, "name": "g"}]},
+    {"action": "free_requested", "addr": 1, "size": 8, "frames": [{"filename": "c.py", "line": 3, "name": "h"}]}
+  ]]})";
+  const trace_data shared = parse(text, "shared.json");
+  ASSERT_EQ(shared.stacks.size(), 1u);
+  EXPECT_EQ(shared.stacks[0], (std::vector<frame>{{"a.py", 1, "f"}, {"b.py", 2, "g"}}));
+  EXPECT_EQ(shared.block_stacks, (std::vector<std::uint32_t>{1, 1}));
+
+  EXPECT_EQ(parse_error(R"({"device_traces": [[{"action": "alloc", "addr": 1, "size": 8,
+      "frames": [{"filename": "a.py", "line": "x", "name": "f"}]}]]})",
+                        "bad_frame.json"),
+            "[memkit::trace::read] bad_frame.json:1: frame field 'line' is not a non-negative "
+            "integer");
+}
+
+// A snapshot PyTorch 2.11 wrote (a small training loop on an H200, Python frames).
+TEST(trace_read, pytorch_2_11_snapshot_frames) {
+  const trace_data trace = read(fixture("pytorch_2_11_frames.json"));
+  EXPECT_EQ(trace.allocations, 58u);
+  EXPECT_EQ(trace.events.size(), 113u);
+  EXPECT_EQ(trace.stacks.size(), 6u);
+  ASSERT_EQ(trace.block_stacks.size(), trace.allocations);
+  // The backward pass runs in autograd's own thread: its 31 allocations have no Python
+  // frames. Block 6 is the first Linear's forward (32 MiB).
+  EXPECT_EQ(std::count(trace.block_stacks.begin(), trace.block_stacks.end(), 0u), 31);
+  EXPECT_EQ(trace.events[6].size, 33554432u);
+  const std::vector<frame>& stack = trace.get_stack(6);
+  ASSERT_EQ(stack.size(), 8u);
+  EXPECT_TRUE(stack.front().filename.ends_with("torch/nn/modules/linear.py"));
+  EXPECT_EQ(stack.front().name, "forward");
+  EXPECT_EQ(stack[6], (frame{"/tmp/rec.py", 9, "train"}));
+  EXPECT_EQ(stack.back(), (frame{"/tmp/rec.py", 14, "<module>"}));
+  EXPECT_EQ(calculate_peak_live(trace), 69447768u);
+}
+
+TEST(trace_read, memkit_csv_call_stacks) {
+  const trace_data trace = parse(
+      "@7,train.py,10,forward\n"
+      "@7,model%2Cv2.py,3,block%25 layer\n"
+      "a,0,512,0,@7\n"
+      "a,1,256\n"
+      "a,2,128,0,17,@7\n"
+      "@8,data.py,1,load\n"
+      "a,3,64,@8\n"
+      "f,0\n",
+      "stacks.csv");
+  ASSERT_EQ(trace.allocations, 4u);
+  ASSERT_EQ(trace.stacks.size(), 2u);
+  EXPECT_EQ(trace.get_stack(0),
+            (std::vector<frame>{{"train.py", 10, "forward"}, {"model,v2.py", 3, "block% layer"}}));
+  EXPECT_EQ(trace.block_stacks, (std::vector<std::uint32_t>{1, 0, 1, 2}));
+  EXPECT_EQ(trace.get_stack(3), (std::vector<frame>{{"data.py", 1, "load"}}));
+  EXPECT_EQ(trace.events[2].size, 128u);
+  EXPECT_EQ(trace.streams.size(), 1u);  // a,3,64,@8 is on stream 0
+
+  // Without stacks, nothing is stored per block.
+  EXPECT_TRUE(parse("a,0,1,0\nf,0\n", "plain.csv").block_stacks.empty());
+
+  EXPECT_EQ(parse_error("a,0,1,0,@3\n", "stacks.csv"),
+            "[memkit::trace::read] stacks.csv:1: stack @3 is not defined before its use");
+  EXPECT_EQ(parse_error("@3,a.py,1,f\na,0,1,0,@3\n@3,b.py,2,g\n", "stacks.csv"),
+            "[memkit::trace::read] stacks.csv:3: a frame added to stack @3 after an allocation "
+            "used it (line 2)");
+  EXPECT_EQ(parse_error("@3,a%2.py,1,f\n", "stacks.csv"),
+            "[memkit::trace::read] stacks.csv:1: bad %-escape in the file 'a%2.py'");
+  EXPECT_EQ(parse_error("@3,a.py,1\n", "stacks.csv"),
+            "[memkit::trace::read] stacks.csv:1: expected '@<stack>,<file>,<line>,<function>', "
+            "got '@3,a.py,1'");
+  EXPECT_EQ(parse_error("@x,a.py,1,f\n", "stacks.csv"),
+            "[memkit::trace::read] stacks.csv:1: bad stack id '@x'");
+  EXPECT_EQ(parse_error("@1,a.py,one,f\n", "stacks.csv"),
+            "[memkit::trace::read] stacks.csv:1: bad line number 'one'");
+}
+
 TEST(trace_read, format_is_detected_from_content) {
   EXPECT_EQ(detect_format("# x: y\na,0,1,0\n"), format::memkit);
   EXPECT_EQ(detect_format("\n# note\nThread,Time,Action,Pointer,Size,Stream\n"), format::rmm);
@@ -98,7 +186,8 @@ TEST(trace_read, bad_input_names_file_and_line) {
   const expectation cases[] = {
       {"bad_action.csv", "bad_action.csv:3: ", "unknown action 'x'"},
       {"malformed_line.csv", "malformed_line.csv:2: ", "bad size '12ab'"},
-      {"missing_field.csv", "missing_field.csv:2: ", "expected 'a,<id>,<size>,<stream>[,<ns>]'"},
+      {"missing_field.csv",
+       "missing_field.csv:2: ", "expected 'a,<id>,<size>,<stream>[,<ns>][,@<stack>]'"},
       {"unknown_free.csv", "unknown_free.csv:3: ", "free of unknown block id 5"},
       {"repeated_free.csv", "repeated_free.csv:3: ", "repeated free of block id 0"},
       {"live_allocation.csv", "live_allocation.csv:2: ", "which is live"},
@@ -166,8 +255,9 @@ TEST(trace_read, bad_steps_name_file_and_line) {
             "lines)");
   EXPECT_EQ(error("# steps: 3\n# steps: 3\n"),
             "[memkit::trace::read] steps.csv:2: repeated key 'steps' (first at line 1)");
-  EXPECT_EQ(error("a,0,1,0\ns,1\n"),
-            "[memkit::trace::read] steps.csv:2: unknown action 's' (expected 'a', 'f' or 's')");
+  EXPECT_EQ(
+      error("a,0,1,0\ns,1\n"),
+      "[memkit::trace::read] steps.csv:2: unknown action 's' (expected 'a', 'f', 's' or '@')");
 }
 
 // A PyTorch snapshot whose device traces hold something other than entry objects is

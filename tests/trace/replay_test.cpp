@@ -150,17 +150,30 @@ TEST(trace_replay, unmaps_after_the_warmup_are_those_after_its_marker) {
   EXPECT_FALSE(one.has_unmaps_after_warmup);
 }
 
-TEST(trace_replay, observation_samples_at_most_the_limit_and_maps_the_peak) {
+TEST(trace_replay, observation_finds_the_peak_and_every_change_of_reserved) {
   const trace_data trace = synthetic_trace(11, 3000);
-  const replay_observation observation = observe(trace, {}, 100);
+  const replay_observation observation = observe(trace, {});
   EXPECT_TRUE(observation.completed);
-  EXPECT_LE(observation.timeline.size(), 101u);
-  EXPECT_EQ(observation.timeline.back().event + 1, trace.events.size());
+  EXPECT_EQ(observation.events, trace.events.size());
   const replay_result result = replay(trace, {});
   EXPECT_EQ(observation.peak_reserved_bytes, result.peak_reserved_bytes);
-  std::size_t mapped = 0;
-  for (const segment_view& segment : observation.segments_at_peak) mapped += segment.size;
-  EXPECT_EQ(mapped, observation.peak_reserved_bytes);
+  // Reserved bytes change at increasing events, the first time to the peak at the peak.
+  ASSERT_FALSE(observation.reserved_changes.empty());
+  std::size_t highest = 0;
+  for (std::size_t i = 0; i < observation.reserved_changes.size(); ++i) {
+    const auto [event, bytes] = observation.reserved_changes[i];
+    if (i > 0) {
+      EXPECT_GT(event, observation.reserved_changes[i - 1].first);
+    }
+    if (bytes > highest) {
+      highest = bytes;
+      if (bytes == observation.peak_reserved_bytes) {
+        EXPECT_EQ(event, observation.peak_event);
+      }
+    }
+  }
+  EXPECT_EQ(highest, observation.peak_reserved_bytes);
+  EXPECT_EQ(observation.reserved_changes.back().second, observation.history.reserved);
 
   report_section section;
   section.trace = &trace;
