@@ -121,22 +121,6 @@ std::vector<bool> calculate_bottom_stack(const std::vector<buffer>& buffers,
   return bottom;
 }
 
-// Whether members[begin, end) (sorted by lower) less those marked has a moment that
-// no remaining buffer crosses.
-bool splits_without(const std::vector<buffer>& buffers, const std::vector<std::size_t>& members,
-                    std::size_t begin, std::size_t end, const std::vector<bool>& without) {
-  std::int64_t reach = std::numeric_limits<std::int64_t>::min();
-  bool any = false;
-  for (std::size_t k = begin; k < end; ++k) {
-    if (without[k - begin]) continue;
-    const buffer& b = buffers[members[k]];
-    if (any && b.lower >= reach) return true;
-    any = true;
-    reach = std::max(reach, b.upper);
-  }
-  return false;
-}
-
 }  // namespace
 
 decomposition decompose(const instance& inst) {
@@ -182,15 +166,7 @@ decomposition decompose(const instance& inst) {
       // calculate_bottom_stack.
       std::int64_t base = item.base;
       std::vector<std::size_t> rest;
-      std::vector<bool> bottom = calculate_bottom_stack(buffers, members, begin, end);
-      // Beyond the buffers live over the whole group, only when the rest then splits:
-      // a buffer at the bottom is one more constraint for the search of what is left.
-      if (!splits_without(buffers, members, begin, end, bottom)) {
-        for (std::size_t k = begin; k < end; ++k) {
-          const buffer& b = buffers[members[k]];
-          bottom[k - begin] = b.lower == lowest && b.upper == highest;
-        }
-      }
+      const std::vector<bool> bottom = calculate_bottom_stack(buffers, members, begin, end);
       for (std::size_t k = begin; k < end; ++k) {
         const std::size_t i = members[k];
         if (bottom[k - begin]) {
