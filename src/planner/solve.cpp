@@ -111,7 +111,6 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
   };
   std::vector<shape> shapes(split.parts.size());
   std::vector<std::size_t> planned_as(split.parts.size());  // the part planned for it
-  std::size_t members_left = 0;
   for (std::size_t k = 0; k < split.parts.size(); ++k) {
     const std::vector<std::size_t>& members = split.parts[k].members;
     std::int64_t first = std::numeric_limits<std::int64_t>::max();
@@ -137,12 +136,26 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
         break;
       }
     }
-    if (planned_as[k] == k) members_left += members.size();
   }
+  // A part need not go below what keeps the whole at LOAD (or under a capacity asked
+  // for without minimising): it stops minimising there.
+  const std::int64_t target =
+      opts.capacity && !opts.minimize_within_capacity ? *opts.capacity : out.load_bytes;
   std::vector<std::vector<std::int64_t>> shape_offsets(split.parts.size());
-  for (std::size_t k = 0; k < split.parts.size(); ++k) {
-    const detail::part& p = split.parts[k];
-    if (planned_as[k] == k) {
+  std::vector<std::int64_t> shape_height(split.parts.size(), 0);
+  // Two rounds: every shape in half its share of the time, then the shapes still above
+  // the target again in all the time left (a plan is kept only if it is lower).
+  for (const double round_share : {0.5, 1.0}) {
+    std::size_t round_members = 0;
+    for (std::size_t k = 0; k < split.parts.size(); ++k) {
+      if (planned_as[k] == k &&
+          (shape_offsets[k].empty() || split.parts[k].base + shape_height[k] > target))
+        round_members += split.parts[k].members.size();
+    }
+    for (std::size_t k = 0; k < split.parts.size() && round_members > 0; ++k) {
+      const detail::part& p = split.parts[k];
+      const bool first_round = shape_offsets[k].empty();
+      if (planned_as[k] != k || (!first_round && p.base + shape_height[k] <= target)) continue;
       instance sub;
       sub.buffers.reserve(p.members.size());
       for (const std::size_t i : shapes[k].order) sub.buffers.push_back(inst.buffers[i]);
@@ -151,21 +164,23 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       sub_options.minimize_within_capacity = false;
       const double left =
           std::max(0.0, std::chrono::duration<double>(deadline - clock::now()).count());
-      sub_options.time_limit_seconds =
-          left * static_cast<double>(p.members.size()) / static_cast<double>(members_left);
-      members_left -= p.members.size();
-      // A part need not go below what keeps the whole at LOAD (or under a capacity
-      // asked for without minimising): it stops minimising there.
-      const std::int64_t target =
-          opts.capacity && !opts.minimize_within_capacity ? *opts.capacity : out.load_bytes;
+      sub_options.time_limit_seconds = round_share * left * static_cast<double>(p.members.size()) /
+                                       static_cast<double>(round_members);
+      round_members -= p.members.size();
       const result part_result = solve_impl(sub, sub_options, target - p.base);
-      shape_offsets[k] = part_result.best.offsets;
-      greedy_height = std::max(greedy_height, p.base + part_result.greedy_height_bytes);
       out.nodes += part_result.nodes;
+      if (first_round)
+        greedy_height = std::max(greedy_height, p.base + part_result.greedy_height_bytes);
+      if (first_round || part_result.height_bytes < shape_height[k]) {
+        shape_offsets[k] = part_result.best.offsets;
+        shape_height[k] = part_result.height_bytes;
+      }
     }
+  }
+  for (std::size_t k = 0; k < split.parts.size(); ++k) {
     const std::vector<std::int64_t>& offsets = shape_offsets[planned_as[k]];
     for (std::size_t j = 0; j < shapes[k].order.size(); ++j)
-      out.best.offsets[shapes[k].order[j]] = p.base + offsets[j];
+      out.best.offsets[shapes[k].order[j]] = split.parts[k].base + offsets[j];
   }
   if (const validation check = validate(inst, out.best); !check) {
     throw std::logic_error("[memkit::planner::solve] a plan by parts is invalid: " + check.message);
