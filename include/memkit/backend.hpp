@@ -1,7 +1,9 @@
 // The narrow interface every backend implements (docs/ARCHITECTURE.md, "The backend interface").
 // A backend hands out raw segments, optionally reserves address space and maps
 // physical pages into it, and runs queues whose fences complete in order. It holds
-// no policy: the allocator decides what to ask for and when.
+// no policy: the allocator decides what to ask for and when. What a backend may
+// offer beyond this (peer access, sharing with other processes) is a capability,
+// found with find_capability (memkit/capabilities.hpp).
 #pragma once
 
 #include <cstddef>
@@ -10,19 +12,9 @@
 #include <string>
 
 #include "memkit/errors.hpp"
+#include "memkit/types.hpp"
 
 namespace memkit {
-
-using address_t = std::uintptr_t;  // a device address; the core never dereferences it
-using queue_id = std::uint32_t;    // a queue (a CUDA stream, a Vulkan queue, ...)
-using page_id = std::uint64_t;     // a physical page allocation (virtual-memory backends)
-
-// A point in a queue. Fences on one queue complete in order of their values, so
-// `value <= completed(queue)` means everything up to it has finished.
-struct fence {
-  queue_id queue = 0;
-  std::uint64_t value = 0;
-};
 
 struct device_facts {
   std::string name;               // "cpu", "sim", "cuda:0", ...
@@ -55,8 +47,8 @@ class backend {
   // Queues. get_submitted is the fence value that covers all work submitted so
   // far on the queue (it may record a new fence); get_completed is the highest
   // value known complete; wait blocks until the fence completes.
-  virtual std::uint64_t get_submitted(queue_id queue) = 0;
-  virtual std::uint64_t get_completed(queue_id queue) const = 0;
+  virtual fence_value get_submitted(queue_id queue) = 0;
+  virtual fence_value get_completed(queue_id queue) const = 0;
   virtual void wait(fence f) = 0;
 
   // Residency: the allocator tells the backend how many bytes it may keep wired.
@@ -138,5 +130,16 @@ class backend {
     return host;
   }
 };
+
+// A capability the backend offers (peer_access, memory_sharing: a class the backend
+// also derives from), or nullptr where it offers none.
+template <class Capability>
+Capability* find_capability(backend& device) noexcept {
+  return dynamic_cast<Capability*>(&device);
+}
+template <class Capability>
+const Capability* find_capability(const backend& device) noexcept {
+  return dynamic_cast<const Capability*>(&device);
+}
 
 }  // namespace memkit

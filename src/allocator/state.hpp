@@ -99,6 +99,8 @@ struct allocator::state {
     thread_cache* cache = nullptr;
   };
   static thread_local cached_lookup last_cache;
+  struct thread_caches;  // a thread's caches (allocator/thread_caches.cpp)
+  static thread_local thread_caches this_thread;
 
   // A live block by address; parked blocks (stamp 0) are not live to callers.
   block* find_live(address_t address) const {

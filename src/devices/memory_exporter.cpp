@@ -31,7 +31,7 @@ using devices_detail::reply_status;
 namespace {
 
 memory_sharing* find_sharing(device_set& devices, std::uint32_t device, const char* function) {
-  auto* sharing = dynamic_cast<memory_sharing*>(&devices.get_backend(device));
+  auto* sharing = find_capability<memory_sharing>(devices.get_backend(device));
   if (!sharing) {
     throw invalid_argument(std::string("[memkit::memory_exporter::") + function + "] device " +
                            std::to_string(device) + " (" +

@@ -26,7 +26,7 @@ block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   auto* lower = static_cast<block*>(b->prev_range);
   if (merge_by_queue_ && !b->next_range && lower && !lower->live && lower->indexed &&
       lower->queue == queue && size > lower->size) {
-    const std::uint64_t top_serial = b->free_serial;
+    const serial_t top_serial = b->free_serial;
     unfile(lower);
     block* taken = carve_out(merge(lower, b), size, queue, false);
     if (auto* rest = static_cast<block*>(taken->next_range)) rest->free_serial = top_serial;
@@ -178,7 +178,7 @@ void segment_pool::defer(block* b) {
   if (--s->live_blocks == 0) set_idle(s, true);
 }
 
-void segment_pool::give_back(block* b, std::uint64_t free_serial) {
+void segment_pool::give_back(block* b, serial_t free_serial) {
   b->live = false;
   b->requested = 0;
   b->free_serial = free_serial;

@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "memkit/backend.hpp"
+#include "memkit/types.hpp"
 #include "placement/free_index.hpp"
 #include "placement/range_list.hpp"
 #include "pools/node_pool.hpp"
@@ -32,7 +32,7 @@ struct segment;
 struct alignas(64) block : placement::range_node {
   segment* owner = nullptr;                  // the segment the block lies in
   std::size_t requested = 0;                 // live: bytes asked for; free: 0
-  std::uint64_t free_serial = 0;             // free: when it was freed; safe for every queue once
+  serial_t free_serial = 0;                  // free: when it was freed; safe for every queue once
                                              // free_serial <= safe_serial[queue]
   queue_id queue = 0;                        // live: queue it serves; free: queue that used it last
   bool live = false;                         // handed out
@@ -83,7 +83,7 @@ inline bool may_leave_unsplit(std::size_t block_size, std::size_t size, bool sma
 class segment_pool {
  public:
   // safe_serial[q]: blocks freed on q with free_serial <= it are safe on every queue.
-  segment_pool(bool small, const std::uint64_t* safe_serial)
+  segment_pool(bool small, const serial_t* safe_serial)
       : small_(small), safe_serial_(safe_serial) {}
   ~segment_pool();
   segment_pool(const segment_pool&) = delete;
@@ -136,7 +136,7 @@ class segment_pool {
   // A new segment; returns the block of `size` carved from it for `queue`.
   block* add_segment(address_t base, std::size_t segment_size, std::size_t size, queue_id queue);
   // Returns a live block; it merges with free neighbours its state allows.
-  void give_back(block* b, std::uint64_t free_serial);
+  void give_back(block* b, serial_t free_serial);
   // Frees a live block used on other queues too: kept out of the index until
   // release_deferred, once their work is known complete.
   void defer(block* b);
@@ -213,7 +213,7 @@ class segment_pool {
   bool index_by_address_ = false;
   bool keep_top_apart_ = true;
   std::map<std::uint64_t, block*> by_address_;  // free blocks by offset, where kept
-  const std::uint64_t* safe_serial_;
+  const serial_t* safe_serial_;
   placement::free_index index_;
   node_pool<block> blocks_;
   std::vector<segment*> segments_;

@@ -90,9 +90,9 @@ class context {
   // Gives every empty buffer back to the allocator.
   void trim();
 
-  detail::context_state& get_state() const noexcept { return *state_; }
-
  private:
+  friend class encoder;
+  detail::context_state& get_state() const noexcept { return *state_; }
   std::unique_ptr<detail::context_state> state_;
 };
 

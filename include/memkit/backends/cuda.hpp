@@ -27,8 +27,7 @@
 #include <string>
 
 #include "memkit/backend.hpp"
-#include "memkit/devices.hpp"
-#include "memkit/sharing.hpp"
+#include "memkit/capabilities.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
@@ -140,9 +139,8 @@ class cuda_backend final : public backend, public peer_access, public memory_sha
   int get_device() const noexcept;
   cuda_counters get_counters() const;
 
-  struct state;
-
  private:
+  struct state;
   std::unique_ptr<state> state_;
 };
 

@@ -16,8 +16,7 @@
 #include <vector>
 
 #include "memkit/backend.hpp"
-#include "memkit/devices.hpp"
-#include "memkit/sharing.hpp"
+#include "memkit/capabilities.hpp"
 
 namespace memkit {
 

@@ -108,9 +108,8 @@ class vulkan_backend final : public backend {
   std::uint64_t get_validation_messages() const noexcept;
   std::vector<std::string> get_validation_log() const;
 
-  struct state;
-
  private:
+  struct state;
   std::unique_ptr<state> state_;
   device_facts facts_;
 };
