@@ -71,7 +71,7 @@ class imported_memory {
   // Connects to the exporter at `socket_path`, asks for block `id` and maps it
   // through `device` (which must implement memory_sharing). Throws
   // invalid_argument when the exporter refuses (unknown or released id), and
-  // std::system_error when the socket cannot be reached.
+  // os_error when the socket cannot be reached.
   imported_memory(backend& device, const std::string& socket_path, std::uint64_t id);
   ~imported_memory();  // close()
   imported_memory(const imported_memory&) = delete;

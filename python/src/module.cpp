@@ -38,12 +38,6 @@ namespace py = pybind11;
 
 namespace {
 
-// A backend this build lacks, or whose device is missing: memkit.UnavailableError.
-class unavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // An error raised by the Python API itself, named by its Python function.
 memkit::invalid_argument bad_argument(const char* function, const std::string& what) {
   return memkit::invalid_argument(std::string("[") + function + "] " + what);
@@ -81,7 +75,7 @@ void translate_exception(std::exception_ptr pointer) {
     details["limit_bytes"] = d.limit_bytes;
     details["largest_free_bytes"] = d.largest_free_bytes;
     raise("OutOfMemoryError", e.what(), details);
-  } catch (const std::invalid_argument& e) {
+  } catch (const memkit::invalid_argument& e) {
     raise("InvalidArgument", e.what());
   } catch (const memkit::trace::trace_error& e) {
     raise("TraceError", e.what());
@@ -89,7 +83,7 @@ void translate_exception(std::exception_ptr pointer) {
     raise("PlannerError", e.what());
   } catch (const memkit::invariant_violation& e) {
     raise("InvariantViolation", e.what());
-  } catch (const unavailable& e) {
+  } catch (const memkit::unavailable& e) {
     raise("UnavailableError", e.what());
   }
 }
@@ -163,10 +157,11 @@ std::unique_ptr<memkit::backend> make_backend(const backend_settings& s) {
                                        ": expected 'device', 'managed' or 'pinned_host'");
     }
     const memkit::cuda_availability availability = memkit::check_cuda_device(s.device);
-    if (!availability.available) throw unavailable("[memkit.Allocator] " + availability.reason);
+    if (!availability.available)
+      throw memkit::unavailable("[memkit.Allocator] " + availability.reason);
     return std::make_unique<memkit::cuda_backend>(options);
 #else
-    throw unavailable("[memkit.Allocator] this build of memkit has no CUDA backend");
+    throw memkit::unavailable("[memkit.Allocator] this build of memkit has no CUDA backend");
 #endif
   }
   if (s.name == "vulkan") {
@@ -177,10 +172,10 @@ std::unique_ptr<memkit::backend> make_backend(const backend_settings& s) {
     try {
       return std::make_unique<memkit::vulkan_backend>(options);
     } catch (const memkit::vulkan_unavailable& e) {
-      throw unavailable(std::string("[memkit.Allocator] ") + e.what());
+      throw memkit::unavailable(std::string("[memkit.Allocator] ") + e.what());
     }
 #else
-    throw unavailable("[memkit.Allocator] this build of memkit has no Vulkan backend");
+    throw memkit::unavailable("[memkit.Allocator] this build of memkit has no Vulkan backend");
 #endif
   }
   throw bad_argument(function, "backend " + memkit::quote_input(s.name) +

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
 #include "devices/sharing_protocol.hpp"
@@ -238,7 +237,7 @@ memory_exporter::memory_exporter(device_set& devices, std::string socket_path)
   s.listener = devices_detail::listen_unix(s.socket_path);
   if (::pipe2(s.wake, O_CLOEXEC) != 0) {
     close_fd(s.listener);
-    throw std::system_error(errno, std::generic_category(), "[memkit::memory_exporter] pipe2");
+    throw os_error("[memkit::memory_exporter] pipe2", errno);
   }
   s.server = std::thread([&s] { s.serve(); });
 }

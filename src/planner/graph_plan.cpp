@@ -280,7 +280,8 @@ graph_plan plan_graph(const kernel_graph& graph, const graph_plan_options& setti
   if (const validation check =
           validate_graph_plan(graph, planned_graph, settings.webgpu_usage_scope);
       !check) {
-    throw std::logic_error("[memkit::planner::plan_graph] the plan is invalid: " + check.message);
+    throw invariant_violation("[memkit::planner::plan_graph] the plan is invalid: " +
+                              check.message);
   }
   return planned_graph;
 }

@@ -101,7 +101,7 @@ result solve(const instance& inst, const options& opts) {
   out.greedy_height_bytes = height(inst, out.best);
   out.height_bytes = out.greedy_height_bytes;
   if (const validation check = validate(inst, out.best); !check) {
-    throw std::logic_error("[memkit::planner::solve] greedy plan is invalid: " + check.message);
+    throw invariant_violation("[memkit::planner::solve] greedy plan is invalid: " + check.message);
   }
 
   // The result as it stands; `proven_floor`: no plan is lower than this.
@@ -118,8 +118,8 @@ result solve(const instance& inst, const options& opts) {
     const std::int64_t candidate_height = height(inst, candidate);
     if (candidate_height >= out.height_bytes) return;
     if (const validation check = validate(inst, candidate); !check) {
-      throw std::logic_error("[memkit::planner::solve] search produced an invalid plan: " +
-                             check.message);
+      throw invariant_violation("[memkit::planner::solve] search produced an invalid plan: " +
+                                check.message);
     }
     out.best = candidate;
     out.height_bytes = candidate_height;

@@ -27,9 +27,9 @@
 namespace memkit {
 
 // A backend call that failed because the schedule said so.
-class injected_fault : public std::runtime_error {
+class injected_fault : public error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::error;
 };
 
 struct fault_schedule {

@@ -34,9 +34,9 @@ struct CUstream_st;  // cudaStream_t is CUstream_st*
 namespace memkit {
 
 // A CUDA call failed for a reason other than running out of memory.
-class cuda_error : public std::runtime_error {
+class cuda_error : public error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::error;
 };
 
 enum class cuda_memory {

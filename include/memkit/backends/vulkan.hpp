@@ -17,9 +17,15 @@
 namespace memkit {
 
 // No Vulkan 1.2 device with compute and timeline semaphores here; what() says why.
-class vulkan_unavailable : public std::runtime_error {
+class vulkan_unavailable : public unavailable {
  public:
-  using std::runtime_error::runtime_error;
+  using unavailable::unavailable;
+};
+
+// A Vulkan call failed.
+class vulkan_error : public error {
+ public:
+  using error::error;
 };
 
 struct vulkan_options {

@@ -374,8 +374,8 @@ std::vector<std::string> vulkan_backend::get_validation_log() const {
 
 void check_vulkan(VkResult result, const char* function, const char* call) {
   if (result != VK_SUCCESS) {
-    throw std::runtime_error(std::string("[memkit::") + function + "] " + call +
-                             " failed: " + get_result_name(result));
+    throw vulkan_error(std::string("[memkit::") + function + "] " + call +
+                       " failed: " + get_result_name(result));
   }
 }
 

@@ -18,7 +18,7 @@
 
 namespace memkit {
 
-// Throws runtime_error "[memkit::vulkan_backend::<function>] <call> failed: <result>".
+// Throws vulkan_error "[memkit::vulkan_backend::<function>] <call> failed: <result>".
 void check_vulkan(VkResult result, const char* function, const char* call);
 const char* get_result_name(VkResult result);
 
