@@ -3,11 +3,14 @@
 # link graph cannot see: headers.
 #
 #   - include/memkit/types.hpp, the ground floor, includes no memkit header;
-#   - the backend level (backend.hpp, capabilities.hpp, errors.hpp, types.hpp, and
-#     every header under include/memkit/backends/ and include/memkit/adaptors/)
-#     includes only the backend level: never the allocator, devices or sharing;
+#   - the backend level (backend.hpp, device_data.hpp, capabilities.hpp, errors.hpp,
+#     types.hpp, and every header under include/memkit/backends/ and
+#     include/memkit/adaptors/) includes only the backend level: never the
+#     allocator, devices or sharing;
 #   - placement and pools (src/placement/, src/pools/) are numbers: no backend
-#     interface, only the ground floor, errors and the planner's numbers.
+#     interface, only the ground floor, errors and the planner's numbers;
+#   - the allocator (include/memkit/allocator.hpp, src/allocator/) sees only the
+#     memory interface: not the data interface, not the capabilities.
 #
 # Usage: check_headers.sh SOURCE_DIR
 set -euo pipefail
@@ -31,8 +34,8 @@ check() {
 
 check "$root/include/memkit/types.hpp" '^$' "the ground floor includes no memkit header"
 
-backend_level='^memkit/(types|errors|backend|capabilities)\.hpp$'
-for file in "$root"/include/memkit/{types,errors,backend,capabilities}.hpp \
+backend_level='^memkit/(types|errors|backend|device_data|capabilities)\.hpp$'
+for file in "$root"/include/memkit/{types,errors,backend,device_data,capabilities}.hpp \
   "$root"/include/memkit/backends/*.hpp "$root"/include/memkit/adaptors/*.hpp; do
   check "$file" "$backend_level" "the backend level includes only the backend level"
 done
@@ -40,6 +43,11 @@ done
 numbers='^(memkit/(types|errors|planner)\.hpp|placement/[a-z_]+\.hpp|pools/[a-z_]+\.hpp)$'
 for file in "$root"/src/placement/* "$root"/src/pools/*; do
   check "$file" "$numbers" "placement and pools are numbers: no backend interface"
+done
+
+memory_only='^(memkit/(types|errors|backend|allocator|statistics|planner)\.hpp|allocator/[a-z_]+\.hpp|placement/[a-z_]+\.hpp|pools/[a-z_]+\.hpp)$'
+for file in "$root"/include/memkit/allocator.hpp "$root"/src/allocator/*; do
+  check "$file" "$memory_only" "the allocator sees only the memory interface"
 done
 
 [ "$failed" -eq 0 ] && echo "[check_headers] every header includes only what its layer allows"

@@ -28,6 +28,7 @@
 
 #include "memkit/backend.hpp"
 #include "memkit/capabilities.hpp"
+#include "memkit/device_data.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
@@ -81,7 +82,10 @@ struct cuda_availability {
 };
 cuda_availability check_cuda_device(int device = 0);
 
-class cuda_backend final : public backend, public peer_access, public memory_sharing {
+class cuda_backend final : public backend,
+                           public device_data,
+                           public peer_access,
+                           public memory_sharing {
  public:
   // Throws cuda_error when the device cannot be used (check_cuda_device says why).
   explicit cuda_backend(cuda_options options = {});

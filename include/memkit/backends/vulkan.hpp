@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "memkit/backend.hpp"
+#include "memkit/device_data.hpp"
 
 namespace memkit {
 
@@ -82,7 +83,7 @@ struct vulkan_counters {
   std::uint64_t segments = 0;  // live device buffers
 };
 
-class vulkan_backend final : public backend {
+class vulkan_backend final : public backend, public device_data {
  public:
   // Throws vulkan_unavailable when no suitable device is present.
   explicit vulkan_backend(vulkan_options options = {});
@@ -102,6 +103,7 @@ class vulkan_backend final : public backend {
                     element_conversion conversion = element_conversion::none) override;
   void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override;
   void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override;
+  bool follows_webgpu_rules() const noexcept override;  // vulkan_options::webgpu_compatible
 
   const vulkan_limits& get_limits() const noexcept;
   vulkan_memory_report calculate_memory_report() const;  // heaps' budgets read now

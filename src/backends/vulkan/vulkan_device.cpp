@@ -268,7 +268,6 @@ device_facts vulkan_backend::state::describe() const {
   facts.queue_count = 1;
   facts.unified = false;
   facts.virtual_memory = false;
-  facts.webgpu_rules = options.webgpu_compatible;
   return facts;
 }
 
@@ -364,6 +363,10 @@ vulkan_counters vulkan_backend::get_counters() const {
 
 bool vulkan_backend::is_validation_on() const noexcept { return state_->validation_on; }
 std::string vulkan_backend::get_validation_note() const { return state_->validation_note; }
+bool vulkan_backend::follows_webgpu_rules() const noexcept {
+  return state_->options.webgpu_compatible;
+}
+
 std::uint64_t vulkan_backend::get_validation_messages() const noexcept {
   return state_->validation_messages.load();
 }
