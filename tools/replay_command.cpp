@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "memkit/replay.hpp"
+#include "memkit/report_html.hpp"
 #include "memkit/trace.hpp"
 #include "output_file.hpp"
 #include "reports/reports.hpp"
-#include "trace/replay.hpp"
-#include "trace/report_html.hpp"
 
 namespace memkit::tools {
 namespace {

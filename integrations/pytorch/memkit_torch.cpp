@@ -29,9 +29,6 @@
 #include <optional>
 #include <string>
 
-#include "capi/c_options.hpp"
-#include "capi/c_snapshot.hpp"
-#include "capi/c_statistics.hpp"
 #include "memkit/allocator.hpp"
 #include "memkit/backends/cuda.hpp"
 #include "memkit/capi.hpp"
@@ -205,16 +202,15 @@ thread_local memkit::out_of_memory::details last_out_of_memory;
 // Runs f; a failure becomes a status and this thread's last error.
 template <class F>
 int guarded(F&& f) noexcept {
-  try {
-    f();
-    last_error.clear();
-    return MEMKIT_OK;
-  } catch (...) {
-    const memkit::capi::failure failed = memkit::capi::get_current_failure();
-    if (failed.status == MEMKIT_OUT_OF_MEMORY) last_out_of_memory = failed.details;
-    last_error = failed.message;
-    return failed.status;
-  }
+  return memkit::capi::run_guarded(
+      [&] {
+        f();
+        last_error.clear();
+      },
+      [](const memkit::capi::failure& failed) {
+        if (failed.status == MEMKIT_OUT_OF_MEMORY) last_out_of_memory = failed.details;
+        last_error = failed.message;
+      });
 }
 
 // The allocator of a device in use; an error naming the function where it is not.

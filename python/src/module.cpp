@@ -16,17 +16,17 @@
 #include <utility>
 #include <vector>
 
-#include "capi/c_statistics.hpp"
 #include "memkit/allocator.hpp"
 #include "memkit/backends/cpu.hpp"
 #include "memkit/backends/sim.hpp"
+#include "memkit/capi.hpp"
 #include "memkit/errors.hpp"
 #include "memkit/planner.hpp"
+#include "memkit/replay.hpp"
+#include "memkit/report_html.hpp"
 #include "memkit/trace.hpp"
 #include "memkit/version.hpp"
 #include "reports/reports.hpp"
-#include "trace/replay.hpp"
-#include "trace/report_html.hpp"
 #if MEMKIT_HAVE_CUDA
 #include "memkit/backends/cuda.hpp"
 #endif

@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include "allocator/fences.hpp"
 #include "allocator/recorder.hpp"
 #include "allocator/thread_cache.hpp"
+#include "common/helpers.hpp"
 #include "memkit/allocator.hpp"
 #include "pools/address_map.hpp"
 #include "pools/segment_pool.hpp"
@@ -24,16 +24,6 @@ namespace memkit {
 using pools::block;
 using pools::segment;
 using pools::segment_pool;
-
-inline std::size_t round_up(std::size_t n, std::size_t unit) {
-  return (n + unit - 1) / unit * unit;
-}
-
-inline std::string hex(address_t a) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
-  return buf;
-}
 
 // A freed block that other queues used too (record_use): reusable once every
 // queue in `queues` is safe past `serial`.

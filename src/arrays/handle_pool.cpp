@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/helpers.hpp"
 #include "memkit/errors.hpp"
 
 namespace memkit::arrays::detail {
@@ -14,10 +15,10 @@ context_state::context_state(allocator& memory_in, const context_options& option
   if (options.buffer_bytes == 0) {
     throw invalid_argument("[memkit::arrays::context] buffer_bytes must be above 0");
   }
-  options.buffer_bytes = round_up(options.buffer_bytes, alignment);
+  options.buffer_bytes = common::round_up(options.buffer_bytes, alignment);
   if (options.min_buffer_bytes == 0) options.min_buffer_bytes = options.buffer_bytes;
   options.min_buffer_bytes =
-      std::min(round_up(options.min_buffer_bytes, alignment), options.buffer_bytes);
+      std::min(common::round_up(options.min_buffer_bytes, alignment), options.buffer_bytes);
   if (options.growth_divisor == 0) options.growth_divisor = 1;
   if (options.dedicated_above == 0) options.dedicated_above = options.buffer_bytes / 2;
   options.dedicated_above = std::min(options.dedicated_above, options.buffer_bytes);
@@ -76,7 +77,7 @@ pool_block* context_state::take_whole(std::uint32_t buffer) {
 
 pool_block* context_state::place(std::uint64_t bytes, std::span<const std::uint32_t> excluded,
                                  std::unique_lock<std::mutex>& lock) {
-  const std::uint64_t aligned = round_up(std::max<std::uint64_t>(bytes, 1), alignment);
+  const std::uint64_t aligned = common::round_up(std::max<std::uint64_t>(bytes, 1), alignment);
   if (options.buffer_per_tensor) {
     // A buffer of its own: no other handle ever shares it, so nothing to exclude.
     auto cached = free_by_size.find(aligned);
@@ -108,7 +109,7 @@ pool_block* context_state::place(std::uint64_t bytes, std::span<const std::uint3
         !excluded.empty() && ranges.find(aligned, [](const pool_block*) { return true; });
     if (blocked) stats.rule_buffers++;
     const std::size_t share = blocked ? 0 : stats.buffer_bytes / options.growth_divisor;
-    size = round_up(std::max<std::size_t>(aligned, share), options.min_buffer_bytes);
+    size = common::round_up(std::max<std::size_t>(aligned, share), options.min_buffer_bytes);
     size = std::max<std::size_t>(std::min(size, options.buffer_bytes), aligned);
   }
   lock.unlock();

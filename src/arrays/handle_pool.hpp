@@ -82,8 +82,4 @@ struct context_state {
   void mark_live(pool_block* block, std::uint64_t requested);
 };
 
-inline std::uint64_t round_up(std::uint64_t bytes, std::uint64_t alignment) {
-  return (bytes + alignment - 1) / alignment * alignment;
-}
-
 }  // namespace memkit::arrays::detail

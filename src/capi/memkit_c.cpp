@@ -5,9 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "capi/c_options.hpp"
-#include "capi/c_snapshot.hpp"
-#include "capi/c_statistics.hpp"
 #include "memkit/capi.hpp"
 #include "memkit/memkit.h"
 #include "memkit/memkit.hpp"
@@ -41,15 +38,12 @@ void set_last_error(const char* message) noexcept {
 // Runs f; a success clears the thread's last error, a failure sets it.
 template <class F>
 memkit_status guarded(F&& f) noexcept {
-  try {
-    f();
-    last_error.clear();
-    return MEMKIT_OK;
-  } catch (...) {
-    const memkit::capi::failure failed = memkit::capi::get_current_failure();
-    set_last_error(failed.message);
-    return failed.status;
-  }
+  return memkit::capi::run_guarded(
+      [&] {
+        f();
+        last_error.clear();
+      },
+      [](const memkit::capi::failure& failed) { set_last_error(failed.message); });
 }
 
 // A NULL handle or output pointer is an invalid argument, named with its function.

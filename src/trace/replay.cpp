@@ -1,4 +1,4 @@
-#include "trace/replay.hpp"
+#include "memkit/replay.hpp"
 
 #include <algorithm>
 #include <chrono>

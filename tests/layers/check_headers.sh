@@ -10,7 +10,10 @@
 #   - placement and pools (src/placement/, src/pools/) are numbers: no backend
 #     interface, only the ground floor, errors and the planner's numbers;
 #   - the allocator (include/memkit/allocator.hpp, src/allocator/) sees only the
-#     memory interface: not the data interface, not the capabilities.
+#     memory interface: not the data interface, not the capabilities;
+#   - the command-line tool, the PyTorch library and the Python module use the
+#     public headers: from src/ only reports/reports.hpp, the JSON documents of
+#     replay and plan, which have no public header yet.
 #
 # Usage: check_headers.sh SOURCE_DIR
 set -euo pipefail
@@ -40,14 +43,20 @@ for file in "$root"/include/memkit/{types,errors,backend,device_data,capabilitie
   check "$file" "$backend_level" "the backend level includes only the backend level"
 done
 
-numbers='^(memkit/(types|errors|planner)\.hpp|placement/[a-z_]+\.hpp|pools/[a-z_]+\.hpp)$'
+numbers='^(memkit/(types|errors|planner)\.hpp|(common|placement|pools)/[a-z_]+\.hpp)$'
 for file in "$root"/src/placement/* "$root"/src/pools/*; do
   check "$file" "$numbers" "placement and pools are numbers: no backend interface"
 done
 
-memory_only='^(memkit/(types|errors|backend|allocator|statistics|planner)\.hpp|allocator/[a-z_]+\.hpp|placement/[a-z_]+\.hpp|pools/[a-z_]+\.hpp)$'
+memory_only='^(memkit/(types|errors|backend|allocator|statistics|planner)\.hpp|(allocator|common|placement|pools)/[a-z_]+\.hpp)$'
 for file in "$root"/include/memkit/allocator.hpp "$root"/src/allocator/*; do
   check "$file" "$memory_only" "the allocator sees only the memory interface"
+done
+
+public_only='^(memkit/[a-z_/]+\.(hpp|h)|commands\.hpp|output_file\.hpp|reports/reports\.hpp)$'
+for file in "$root"/tools/*.cpp "$root"/tools/*.hpp "$root"/integrations/pytorch/*.cpp \
+  "$root"/python/src/*.cpp; do
+  check "$file" "$public_only" "tools and integrations use the public headers"
 done
 
 [ "$failed" -eq 0 ] && echo "[check_headers] every header includes only what its layer allows"

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backends/cuda/cuda_state.hpp"
+#include "common/helpers.hpp"
 #include "memkit/errors.hpp"
 
 namespace memkit {
@@ -88,7 +89,7 @@ bool cuda_backend::state::set_up_virtual_memory() {
   own.location = page_properties.location;
   own.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   access.assign(1, own);
-  facts.granularity = (kSegmentGranularity + granularity - 1) / granularity * granularity;
+  facts.granularity = common::round_up(kSegmentGranularity, granularity);
   driver = api;
   return true;
 }
