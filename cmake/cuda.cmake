@@ -39,7 +39,6 @@ target_compile_definitions(memkit_cuda PUBLIC MEMKIT_HAVE_CUDA=1)
 
 # The drop-in allocator for PyTorch's CUDAPluggableAllocator.
 add_library(memkit_torch SHARED ${PROJECT_SOURCE_DIR}/integrations/pytorch/memkit_torch.cpp)
-target_include_directories(memkit_torch PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(memkit_torch PRIVATE ${memkit_warnings})
 target_link_libraries(memkit_torch PRIVATE memkit CUDA::cudart_static)
 set_target_properties(memkit_torch PROPERTIES CXX_VISIBILITY_PRESET hidden)

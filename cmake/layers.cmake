@@ -7,7 +7,7 @@
 # (tests/layers/check_symbols.sh) checks that each layer's object code calls no
 # function defined outside the layers it may use (a call that no link states).
 #
-#   backend   the backend interface and shared_memory           (nothing)
+#   backend   the memory and data interfaces, shared_memory       (nothing)
 #   solver    the planner's numbers                              (nothing)
 #   core      placement, pools, allocator                        backend, solver
 #   cpu, sim, cuda, vulkan, adaptors                             backend

@@ -38,11 +38,12 @@ void run_framework_code(const std::string& label, backend& device, buffer_alloca
   // may be 4 bytes there: the stored layout says).
   const address_t in = x.get_device(access::read);
   const address_t out = y.get_device(access::write);
-  device.copy(out, in, y.get_stored_bytes(), 0);
-  device.fill(out, 4 * 4, 0xFFFFFFFFu, 0);
+  device_data& kernels = *find_capability<device_data>(device);
+  kernels.copy(out, in, y.get_stored_bytes(), 0);
+  kernels.fill(out, 4 * 4, 0xFFFFFFFFu, 0);
   const address_t m = mask.get_device(access::read_write);
   const std::size_t bool_bytes = mask.get_layout().device_element_bytes;
-  device.fill(m, 4 * bool_bytes, bool_bytes == 4 ? 1u : 0x01010101u, 0);
+  kernels.fill(m, 4 * bool_bytes, bool_bytes == 4 ? 1u : 0x01010101u, 0);
 
   // Read back and print (host code: printing, checks).
   std::printf("%-16s y =", label.c_str());

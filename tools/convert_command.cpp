@@ -9,8 +9,8 @@
 
 #include "commands.hpp"
 #include "memkit/trace.hpp"
+#include "memkit/write_csv.hpp"
 #include "output_file.hpp"
-#include "trace/write_csv.hpp"
 
 namespace memkit::tools {
 namespace {

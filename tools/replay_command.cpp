@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "memkit/pytorch_snapshot.hpp"
+#include "memkit/replay.hpp"
+#include "memkit/report_html.hpp"
 #include "memkit/trace.hpp"
 #include "output_file.hpp"
 #include "reports/reports.hpp"
-#include "trace/pytorch_snapshot.hpp"
-#include "trace/replay.hpp"
-#include "trace/report_html.hpp"
 
 namespace memkit::tools {
 namespace {

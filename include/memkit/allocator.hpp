@@ -189,9 +189,8 @@ class allocator {
 
   backend& get_backend() const noexcept;
 
-  struct state;
-
  private:
+  struct state;
   allocation allocate_unrecorded(std::size_t bytes, queue_id queue);
   void free_unrecorded(address_t address);
   std::unique_ptr<state> state_;

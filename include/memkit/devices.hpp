@@ -13,11 +13,12 @@
 //                still fails, the set releases the other devices' caches and tries
 //                once more before throwing out_of_memory naming the total limit.
 //                The check is one atomic claim: exact under concurrency, no lock.
-//   peers        a backend that implements peer_access can make its memory
-//                reachable from another device of its kind. enable_peer_access(a, o)
-//                lets device a read and write device o's memory, present and future
-//                (CUDA: cudaDeviceEnablePeerAccess for cudaMalloc segments, and
-//                cuMemSetAccess for a's location on o's mapped virtual memory).
+//   peers        a backend that offers peer_access (memkit/capabilities.hpp) can
+//                make its memory reachable from another device of its kind.
+//                enable_peer_access(a, o) lets device a read and write device o's
+//                memory, present and future (CUDA: cudaDeviceEnablePeerAccess for
+//                cudaMalloc segments, and cuMemSetAccess for a's location on o's
+//                mapped virtual memory).
 #pragma once
 
 #include <cstddef>
@@ -27,23 +28,10 @@
 #include <vector>
 
 #include "memkit/allocator.hpp"
-#include "memkit/backend.hpp"
+#include "memkit/capabilities.hpp"
 #include "memkit/statistics.hpp"
 
 namespace memkit {
-
-// A backend capability: other devices of the same kind may reach this device's
-// memory. Queried with dynamic_cast from a backend.
-class peer_access {
- public:
-  virtual ~peer_access() = default;
-  // Whether `accessor` (a backend of the same kind) can be granted access.
-  virtual bool can_grant_access(const backend& accessor) const = 0;
-  // Makes this device's memory, present and future, readable and writable from
-  // `accessor`. Granting twice is harmless. Throws invalid_argument where
-  // can_grant_access is false.
-  virtual void grant_access(backend& accessor) = 0;
-};
 
 // What device_set::allocate hands out.
 struct device_allocation {
@@ -104,9 +92,8 @@ class device_set {
   // Every ordered pair that can; returns the number of pairs enabled.
   std::size_t enable_all_peer_access();
 
-  struct state;
-
  private:
+  struct state;
   std::unique_ptr<state> state_;
 };
 

@@ -59,17 +59,18 @@
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "memkit/errors.hpp"
 
 namespace memkit::planner {
 
 // Errors from reading instances and traces; the message starts with the function
 // and names the file and line: "[memkit::planner::read_instance] A.csv:17: ...".
-class planner_error : public std::runtime_error {
+class planner_error : public error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::error;
 };
 
 struct buffer {

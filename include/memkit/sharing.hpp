@@ -1,13 +1,7 @@
 // Sharing blocks with other processes.
 //
-//   memory_sharing     a backend capability: describe a block for another process
-//                      (export_memory) and map such a description here
-//                      (import_memory / close_import). CUDA: virtual memory travels
-//                      as one POSIX file descriptor per physical allocation under the
-//                      block (cuMemExportToShareableHandle; the pages must have been
-//                      created exportable), cudaMalloc segments as a legacy IPC handle
-//                      of the whole segment plus the block's offset in it. sim: the
-//                      block's address, checked and counted.
+//   memory_sharing     the backend capability underneath (memkit/capabilities.hpp):
+//                      a block described for another process and mapped there.
 //   memory_exporter    serves the blocks of a device_set on a Unix socket. Each
 //                      importer holds one connection for as long as it holds the
 //                      import; the exporter watches the connections, so an importer
@@ -33,49 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "memkit/backend.hpp"
+#include "memkit/capabilities.hpp"
 #include "memkit/devices.hpp"
 
 namespace memkit {
-
-// A block described for another process. Move-only: it owns the file descriptors
-// that travel with it (closed on destruction unless taken).
-struct shared_memory {
-  enum class kind : std::uint32_t {
-    sim = 1,           // `address` is the block; nothing travels but the description
-    cuda_virtual = 2,  // one fd a physical allocation, in address order
-    cuda_ipc = 3,      // `handle` is a cudaIpcMemHandle_t of the segment
-  };
-  kind type = kind::sim;
-  std::uint32_t device = 0;                // the exporter's device ordinal
-  std::uint64_t size = 0;                  // the block's bytes
-  std::uint64_t offset = 0;                // the block's start in the shared memory
-  std::uint64_t address = 0;               // the block's address in the exporting process
-  std::vector<std::uint64_t> piece_bytes;  // cuda_virtual: each physical allocation's bytes
-  std::vector<int> fds;                    // cuda_virtual: one fd per piece
-  unsigned char handle[64] = {};           // cuda_ipc
-
-  shared_memory() = default;
-  shared_memory(shared_memory&& other) noexcept;
-  shared_memory& operator=(shared_memory&& other) noexcept;
-  shared_memory(const shared_memory&) = delete;
-  shared_memory& operator=(const shared_memory&) = delete;
-  ~shared_memory();
-  void close_fds() noexcept;
-};
-
-class memory_sharing {
- public:
-  virtual ~memory_sharing() = default;
-  // Describes the live block [address, address + bytes) for another process.
-  // Throws invalid_argument where the memory cannot be shared (and says why).
-  virtual shared_memory export_memory(address_t address, std::size_t bytes) = 0;
-  // Maps a description made by another process; returns the block's address here.
-  // Takes the description's file descriptors (they are closed).
-  virtual address_t import_memory(shared_memory& memory) = 0;
-  // Unmaps what import_memory returned.
-  virtual void close_import(address_t address) = 0;
-};
 
 class memory_exporter {
  public:
@@ -106,9 +61,8 @@ class memory_exporter {
                           std::chrono::milliseconds timeout) const;
   const std::string& get_socket_path() const noexcept;
 
-  struct state;
-
  private:
+  struct state;
   std::unique_ptr<state> state_;
 };
 
@@ -117,7 +71,7 @@ class imported_memory {
   // Connects to the exporter at `socket_path`, asks for block `id` and maps it
   // through `device` (which must implement memory_sharing). Throws
   // invalid_argument when the exporter refuses (unknown or released id), and
-  // std::system_error when the socket cannot be reached.
+  // os_error when the socket cannot be reached.
   imported_memory(backend& device, const std::string& socket_path, std::uint64_t id);
   ~imported_memory();  // close()
   imported_memory(const imported_memory&) = delete;

@@ -25,17 +25,19 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "memkit/errors.hpp"
+
 namespace memkit::trace {
 
-class trace_error : public std::runtime_error {
+// A trace that cannot be read; the message names the file and line.
+class trace_error : public error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::error;
 };
 
 enum class format { memkit, rmm, pytorch };

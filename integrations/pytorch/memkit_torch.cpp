@@ -29,11 +29,9 @@
 #include <optional>
 #include <string>
 
-#include "capi/c_options.hpp"
-#include "capi/c_snapshot.hpp"
-#include "capi/c_statistics.hpp"
 #include "memkit/allocator.hpp"
 #include "memkit/backends/cuda.hpp"
+#include "memkit/capi.hpp"
 #include "memkit/memkit.h"
 
 #define MEMKIT_TORCH_API extern "C" __attribute__((visibility("default")))
@@ -157,8 +155,8 @@ device_allocator& get_device_allocator(int device, const char* function) {
 
 }  // namespace
 
-// Throws memkit::out_of_memory (a std::runtime_error; PyTorch raises it as a
-// RuntimeError with memkit's message) when nothing can make room.
+// Throws memkit::out_of_memory when nothing can make room (a memkit::error, so a
+// std::runtime_error: PyTorch raises it as a RuntimeError with memkit's message).
 MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
   const call_timer timer;
   device_allocator& d = get_device_allocator(device, "torch_malloc");
@@ -204,24 +202,15 @@ thread_local memkit::out_of_memory::details last_out_of_memory;
 // Runs f; a failure becomes a status and this thread's last error.
 template <class F>
 int guarded(F&& f) noexcept {
-  try {
-    f();
-    last_error.clear();
-    return MEMKIT_OK;
-  } catch (const memkit::out_of_memory& e) {
-    last_out_of_memory = e.get_details();
-    last_error = e.what();
-    return MEMKIT_OUT_OF_MEMORY;
-  } catch (const std::invalid_argument& e) {
-    last_error = e.what();
-    return MEMKIT_INVALID_ARGUMENT;
-  } catch (const std::exception& e) {
-    last_error = e.what();
-    return MEMKIT_INTERNAL_ERROR;
-  } catch (...) {
-    last_error = "[memkit::torch] an unknown exception";
-    return MEMKIT_INTERNAL_ERROR;
-  }
+  return memkit::capi::run_guarded(
+      [&] {
+        f();
+        last_error.clear();
+      },
+      [](const memkit::capi::failure& failed) {
+        if (failed.status == MEMKIT_OUT_OF_MEMORY) last_out_of_memory = failed.details;
+        last_error = failed.message;
+      });
 }
 
 // The allocator of a device in use; an error naming the function where it is not.

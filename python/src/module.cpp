@@ -17,18 +17,18 @@
 #include <utility>
 #include <vector>
 
-#include "capi/c_statistics.hpp"
 #include "memkit/allocator.hpp"
 #include "memkit/backends/cpu.hpp"
 #include "memkit/backends/sim.hpp"
+#include "memkit/capi.hpp"
 #include "memkit/errors.hpp"
 #include "memkit/planner.hpp"
+#include "memkit/pytorch_snapshot.hpp"
+#include "memkit/replay.hpp"
+#include "memkit/report_html.hpp"
 #include "memkit/trace.hpp"
 #include "memkit/version.hpp"
 #include "reports/reports.hpp"
-#include "trace/pytorch_snapshot.hpp"
-#include "trace/replay.hpp"
-#include "trace/report_html.hpp"
 #if MEMKIT_HAVE_CUDA
 #include "memkit/backends/cuda.hpp"
 #endif
@@ -39,12 +39,6 @@
 namespace py = pybind11;
 
 namespace {
-
-// A backend this build lacks, or whose device is missing: memkit.UnavailableError.
-class unavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // An error raised by the Python API itself, named by its Python function.
 memkit::invalid_argument bad_argument(const char* function, const std::string& what) {
@@ -83,7 +77,7 @@ void translate_exception(std::exception_ptr pointer) {
     details["limit_bytes"] = d.limit_bytes;
     details["largest_free_bytes"] = d.largest_free_bytes;
     raise("OutOfMemoryError", e.what(), details);
-  } catch (const std::invalid_argument& e) {
+  } catch (const memkit::invalid_argument& e) {
     raise("InvalidArgument", e.what());
   } catch (const memkit::trace::trace_error& e) {
     raise("TraceError", e.what());
@@ -91,7 +85,7 @@ void translate_exception(std::exception_ptr pointer) {
     raise("PlannerError", e.what());
   } catch (const memkit::invariant_violation& e) {
     raise("InvariantViolation", e.what());
-  } catch (const unavailable& e) {
+  } catch (const memkit::unavailable& e) {
     raise("UnavailableError", e.what());
   }
 }
@@ -165,10 +159,11 @@ std::unique_ptr<memkit::backend> make_backend(const backend_settings& s) {
                                        ": expected 'device', 'managed' or 'pinned_host'");
     }
     const memkit::cuda_availability availability = memkit::check_cuda_device(s.device);
-    if (!availability.available) throw unavailable("[memkit.Allocator] " + availability.reason);
+    if (!availability.available)
+      throw memkit::unavailable("[memkit.Allocator] " + availability.reason);
     return std::make_unique<memkit::cuda_backend>(options);
 #else
-    throw unavailable("[memkit.Allocator] this build of memkit has no CUDA backend");
+    throw memkit::unavailable("[memkit.Allocator] this build of memkit has no CUDA backend");
 #endif
   }
   if (s.name == "vulkan") {
@@ -179,10 +174,10 @@ std::unique_ptr<memkit::backend> make_backend(const backend_settings& s) {
     try {
       return std::make_unique<memkit::vulkan_backend>(options);
     } catch (const memkit::vulkan_unavailable& e) {
-      throw unavailable(std::string("[memkit.Allocator] ") + e.what());
+      throw memkit::unavailable(std::string("[memkit.Allocator] ") + e.what());
     }
 #else
-    throw unavailable("[memkit.Allocator] this build of memkit has no Vulkan backend");
+    throw memkit::unavailable("[memkit.Allocator] this build of memkit has no Vulkan backend");
 #endif
   }
   throw bad_argument(function, "backend " + memkit::quote_input(s.name) +

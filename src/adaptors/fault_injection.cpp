@@ -21,7 +21,8 @@ bool fault_injection_adaptor::schedule_state::next() {
 }
 
 fault_injection_adaptor::fault_injection_adaptor(backend& upstream, fault_injection_options options)
-    : upstream_(upstream),
+    : forwarded_data(upstream),
+      upstream_(upstream),
       segments_(std::move(options.segments)),
       vm_(std::move(options.virtual_memory)),
       vm_calls_(options.vm_calls),
@@ -87,10 +88,6 @@ void fault_injection_adaptor::wait(fence f) {
 
 void fault_injection_adaptor::set_wired_limit(std::size_t bytes) {
   upstream_.set_wired_limit(bytes);
-}
-
-void* fault_injection_adaptor::get_host_pointer(address_t address) const {
-  return upstream_.get_host_pointer(address);
 }
 
 bool fault_injection_adaptor::should_fail_vm(vm_call which, std::uint64_t* call) {

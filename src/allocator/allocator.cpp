@@ -50,7 +50,8 @@ allocator::state::state(backend& b, const allocator_options& options)
 
 std::size_t allocator::state::segment_size_for(std::size_t size) const {
   const std::size_t g = std::max<std::size_t>(facts.granularity, 1);
-  std::size_t bytes = size <= small_max ? round_up(pools::kSmallSegment, g) : round_up(size, g);
+  std::size_t bytes =
+      size <= small_max ? common::round_up(pools::kSmallSegment, g) : common::round_up(size, g);
   if (bytes > facts.max_buffer) bytes = std::max(size, facts.max_buffer);
   return bytes;
 }
@@ -104,7 +105,7 @@ allocator::~allocator() {
                            " does not exist; the backend has " +
                            std::to_string(s.fences.get_queue_count()));
   }
-  const std::size_t size = round_up(bytes, pools::kQuantum);
+  const std::size_t size = common::round_up(bytes, pools::kQuantum);
   thread_cache* cache = nullptr;
   if (size <= s.small_max && s.thread_caching &&
       (cache = s.get_thread_cache())->is_worth_trying()) {
@@ -174,7 +175,7 @@ allocator::~allocator() {
     std::lock_guard lock(s.mutex);
     block* b = s.find_live(address);
     if (!b) [[unlikely]] {
-      throw invalid_argument("[memkit::free] " + hex(address) + " is not a live block");
+      throw invalid_argument("[memkit::free] " + common::hex(address) + " is not a live block");
     }
     queue = b->queue;
     idled_pages = s.free_locked(b, address);
@@ -629,7 +630,8 @@ void allocator::record_use(address_t address, queue_id queue) {
   state& s = *state_;
   std::lock_guard lock(s.mutex);
   block* b = s.find_live(address);
-  if (!b) throw invalid_argument("[memkit::record_use] " + hex(address) + " is not a live block");
+  if (!b)
+    throw invalid_argument("[memkit::record_use] " + common::hex(address) + " is not a live block");
   if (queue >= s.fences.get_queue_count()) {
     throw invalid_argument("[memkit::record_use] queue " + std::to_string(queue) +
                            " does not exist");
@@ -643,7 +645,8 @@ void allocator::record_use(address_t address, queue_id queue) {
 std::size_t allocator::get_size(address_t address) const {
   std::lock_guard lock(state_->mutex);
   const block* b = state_->find_live(address);
-  if (!b) throw invalid_argument("[memkit::get_size] " + hex(address) + " is not a live block");
+  if (!b)
+    throw invalid_argument("[memkit::get_size] " + common::hex(address) + " is not a live block");
   return b->size;
 }
 

@@ -12,12 +12,12 @@ bool fence_tracker::has_unsafe_frees() const {
   return false;
 }
 
-fence_tracker::refresh_plan fence_tracker::plan_refresh(std::uint64_t serial_now) const {
+fence_tracker::refresh_plan fence_tracker::plan_refresh(serial_t serial_now) const {
   refresh_plan plan;
   plan.serial = serial_now;
   for (queue_id q = 0; q < queues_.size(); ++q) {
     const queue_state& qs = queues_[q];
-    const std::uint64_t covered = qs.records.empty() ? safe_serial_[q] : qs.records.back().serial;
+    const serial_t covered = qs.records.empty() ? safe_serial_[q] : qs.records.back().serial;
     if (qs.last_free_serial > covered) plan.record.push_back(q);
     if (qs.last_free_serial > safe_serial_[q]) plan.poll.push_back(q);
   }
@@ -25,8 +25,8 @@ fence_tracker::refresh_plan fence_tracker::plan_refresh(std::uint64_t serial_now
 }
 
 bool fence_tracker::apply_refresh(const refresh_plan& plan,
-                                  const std::vector<std::uint64_t>& submitted,
-                                  const std::vector<std::uint64_t>& completed) {
+                                  const std::vector<fence_value>& submitted,
+                                  const std::vector<fence_value>& completed) {
   for (std::size_t i = 0; i < plan.record.size(); ++i) {
     queues_[plan.record[i]].records.push_back({plan.serial, submitted[i]});
   }
@@ -43,7 +43,7 @@ bool fence_tracker::apply_refresh(const refresh_plan& plan,
   return advanced;
 }
 
-void fence_tracker::record(queue_id queue, std::uint64_t serial, std::uint64_t value) {
+void fence_tracker::record(queue_id queue, serial_t serial, fence_value value) {
   queue_state& qs = queues_[queue];
   if (serial <= safe_serial_[queue]) return;
   if (!qs.records.empty() && qs.records.back().serial >= serial) return;  // covered already
@@ -54,7 +54,7 @@ void fence_tracker::record(queue_id queue, std::uint64_t serial, std::uint64_t v
     qs.records.push_back({serial, value});
 }
 
-std::optional<fence> fence_tracker::find_covering(queue_id queue, std::uint64_t serial) const {
+std::optional<fence> fence_tracker::find_covering(queue_id queue, serial_t serial) const {
   for (const queue_record& record : queues_[queue].records) {
     if (record.serial >= serial) return fence{queue, record.value};
   }

@@ -8,18 +8,18 @@
 #include <optional>
 #include <vector>
 
-#include "memkit/backend.hpp"
+#include "memkit/types.hpp"
 
 namespace memkit {
 
 // A fence recorded on one queue.
 struct queue_record {
-  std::uint64_t serial;  // every block freed on the queue with free_serial <= serial ...
-  std::uint64_t value;   // ... is safe once this fence completes
+  serial_t serial;    // every block freed on the queue with free_serial <= serial ...
+  fence_value value;  // ... is safe once this fence completes
 };
 struct queue_state {
-  std::uint64_t last_free_serial = 0;  // latest free touching this queue
-  std::deque<queue_record> records;    // outstanding fences, oldest first
+  serial_t last_free_serial = 0;     // latest free touching this queue
+  std::deque<queue_record> records;  // outstanding fences, oldest first
 };
 
 class fence_tracker {
@@ -30,11 +30,11 @@ class fence_tracker {
   std::size_t get_queue_count() const { return queues_.size(); }
   // Per queue: frees up to here are safe everywhere. Stable for the tracker's life
   // (the segment pools keep it).
-  const std::uint64_t* get_safe_serials() const { return safe_serial_.data(); }
-  bool is_safe(queue_id queue, std::uint64_t free_serial) const {
+  const serial_t* get_safe_serials() const { return safe_serial_.data(); }
+  bool is_safe(queue_id queue, serial_t free_serial) const {
     return free_serial <= safe_serial_[queue];
   }
-  void note_free(queue_id queue, std::uint64_t serial) { queues_[queue].last_free_serial = serial; }
+  void note_free(queue_id queue, serial_t serial) { queues_[queue].last_free_serial = serial; }
   bool has_unsafe_frees() const;
 
   // A refresh, around the backend calls: the queues to record a fence on and to
@@ -43,24 +43,24 @@ class fence_tracker {
   struct refresh_plan {
     std::vector<queue_id> record;
     std::vector<queue_id> poll;
-    std::uint64_t serial = 0;  // frees so far, covered by the fences recorded
+    serial_t serial = 0;  // frees so far, covered by the fences recorded
   };
-  refresh_plan plan_refresh(std::uint64_t serial_now) const;
-  bool apply_refresh(const refresh_plan& plan, const std::vector<std::uint64_t>& submitted,
-                     const std::vector<std::uint64_t>& completed);
+  refresh_plan plan_refresh(serial_t serial_now) const;
+  bool apply_refresh(const refresh_plan& plan, const std::vector<fence_value>& submitted,
+                     const std::vector<fence_value>& completed);
 
   // A fence with `value` on `queue` for its frees up to `serial` (bounded: past
   // kMaxRecords outstanding, the newest stands for those before it).
-  void record(queue_id queue, std::uint64_t serial, std::uint64_t value);
+  void record(queue_id queue, serial_t serial, fence_value value);
   // The oldest outstanding fence on `queue` covering frees up to `serial`.
-  std::optional<fence> find_covering(queue_id queue, std::uint64_t serial) const;
+  std::optional<fence> find_covering(queue_id queue, serial_t serial) const;
   // The newest outstanding fence of each queue (of `only`, if given).
   std::vector<fence> get_newest(std::optional<queue_id> only) const;
 
   static constexpr std::size_t kMaxRecords = 1024;  // outstanding per queue
 
  private:
-  std::vector<std::uint64_t> safe_serial_;  // never resized: get_safe_serials stays valid
+  std::vector<serial_t> safe_serial_;  // never resized: get_safe_serials stays valid
   std::vector<queue_state> queues_;
 };
 

@@ -13,13 +13,14 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <string>
 #include <unordered_set>
 
-#include "memkit/backend.hpp"
+#include "memkit/types.hpp"
 
 namespace memkit {
 

@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include "allocator/fences.hpp"
 #include "allocator/recorder.hpp"
 #include "allocator/thread_cache.hpp"
+#include "common/helpers.hpp"
 #include "memkit/allocator.hpp"
 #include "pools/address_map.hpp"
 #include "pools/segment_pool.hpp"
@@ -24,16 +24,6 @@ namespace memkit {
 using pools::block;
 using pools::segment;
 using pools::segment_pool;
-
-inline std::size_t round_up(std::size_t n, std::size_t unit) {
-  return (n + unit - 1) / unit * unit;
-}
-
-inline std::string hex(address_t a) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
-  return buf;
-}
 
 // A freed block that other queues used too (record_use): reusable once every
 // queue in `queues` is safe past `serial`.
@@ -99,6 +89,8 @@ struct allocator::state {
     thread_cache* cache = nullptr;
   };
   static thread_local cached_lookup last_cache;
+  struct thread_caches;  // a thread's caches (allocator/thread_caches.cpp)
+  static thread_local thread_caches this_thread;
 
   // A live block by address; parked blocks (stamp 0) are not live to callers.
   block* find_live(address_t address) const {

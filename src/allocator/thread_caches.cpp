@@ -18,24 +18,24 @@ std::mutex& registry_mutex() {
   return m;
 }
 
+}  // namespace
+
 // A thread's caches, one per allocator it used; flushed when the thread exits.
-struct thread_caches {
+struct allocator::state::thread_caches {
   std::vector<std::unique_ptr<thread_cache>> list;
   ~thread_caches() {
     std::lock_guard registry(registry_mutex());
     for (auto& cache : list) {
       if (!cache->owner) continue;
-      auto* s = static_cast<allocator::state*>(cache->owner);
+      auto* s = static_cast<state*>(cache->owner);
       std::lock_guard lock(s->mutex);
       s->flush_thread_cache_locked(*cache);
       s->caches.erase(std::find(s->caches.begin(), s->caches.end(), cache.get()));
     }
   }
 };
-thread_local thread_caches this_thread;
 
-}  // namespace
-
+thread_local allocator::state::thread_caches allocator::state::this_thread;
 thread_local allocator::state::cached_lookup allocator::state::last_cache;
 
 thread_cache* allocator::state::get_thread_cache_slow() {

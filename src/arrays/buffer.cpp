@@ -12,12 +12,22 @@ namespace memkit::arrays {
 
 namespace {
 constexpr std::align_val_t kHostAlignment{64};
+
+device_data& require_data(backend& device) {
+  device_data* data = find_capability<device_data>(device);
+  if (!data) {
+    throw invalid_argument("[memkit::buffer_allocator] " + device.get_facts().name +
+                           " has no data interface (transfers, host pointer)");
+  }
+  return *data;
+}
 }  // namespace
 
 buffer_allocator::buffer_allocator(allocator& memory, buffer_allocator_options options)
     : memory_(memory),
       device_(memory.get_backend()),
-      rules_(options.rules ? *options.rules : get_storage_rules(device_.get_facts())) {}
+      data_(require_data(device_)),
+      rules_(options.rules ? *options.rules : get_storage_rules(device_.get_facts(), data_)) {}
 
 storage_layout buffer_allocator::get_layout(dtype type) const noexcept {
   return get_storage_layout(type, rules_);
@@ -141,17 +151,17 @@ void buffer::wait_for_device() {
 
 void* buffer::get_host(access mode) {
   if (!owner_ || count_ == 0) return nullptr;
-  backend& device = owner_->device_;
+  device_data& data = owner_->data_;
   if (zero_copy_) {
     if (!device_) allocate_device();
     // Device work may still write or read these bytes: let it finish first.
     wait_for_device();
-    return device.get_host_pointer(device_);
+    return data.get_host_pointer(device_);
   }
   if (!host_) allocate_host();
   if (mode != access::write && !host_current_ && device_current_) {
     // Ordered after the last device write; the download returns with the data.
-    device.copy_to_host(host_, device_, get_host_bytes(), write_queue_, layout_.conversion);
+    data.copy_to_host(host_, device_, get_host_bytes(), write_queue_, layout_.conversion);
     std::lock_guard lock(owner_->mutex_);
     owner_->statistics_.copies_to_host++;
     owner_->statistics_.bytes_to_host += count_ * layout_.device_element_bytes;
@@ -178,7 +188,7 @@ address_t buffer::get_device(access mode, queue_id queue) {
   if (mode != access::read) write_queue_ = queue;
   if (zero_copy_) return device_;
   if (mode != access::write && !device_current_ && host_current_) {
-    device.copy_to_device(device_, host_, get_host_bytes(), queue, layout_.conversion);
+    owner_->data_.copy_to_device(device_, host_, get_host_bytes(), queue, layout_.conversion);
     std::lock_guard lock(owner_->mutex_);
     owner_->statistics_.copies_to_device++;
     owner_->statistics_.bytes_to_device += count_ * layout_.device_element_bytes;

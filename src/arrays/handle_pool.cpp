@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/helpers.hpp"
 #include "memkit/errors.hpp"
 
 namespace memkit::arrays::detail {
@@ -14,10 +15,10 @@ context_state::context_state(allocator& memory_in, const context_options& option
   if (options.buffer_bytes == 0) {
     throw invalid_argument("[memkit::arrays::context] buffer_bytes must be above 0");
   }
-  options.buffer_bytes = round_up(options.buffer_bytes, alignment);
+  options.buffer_bytes = common::round_up(options.buffer_bytes, alignment);
   if (options.min_buffer_bytes == 0) options.min_buffer_bytes = options.buffer_bytes;
   options.min_buffer_bytes =
-      std::min(round_up(options.min_buffer_bytes, alignment), options.buffer_bytes);
+      std::min(common::round_up(options.min_buffer_bytes, alignment), options.buffer_bytes);
   if (options.growth_divisor == 0) options.growth_divisor = 1;
   if (options.dedicated_above == 0) options.dedicated_above = options.buffer_bytes / 2;
   options.dedicated_above = std::min(options.dedicated_above, options.buffer_bytes);
@@ -36,12 +37,10 @@ std::uint32_t context_state::add_buffer(allocation memory_block, std::size_t siz
   buffer.size = size;
   buffer.dedicated = dedicated;
   buffer.held = true;
-  pool_block* whole = nodes.make();
+  pool_block* whole = ranges.make_container(size);
   whole->buffer = id;
-  whole->offset = 0;
-  whole->size = size;
   buffer.first = whole;
-  if (!options.buffer_per_tensor) index.insert(whole);
+  if (!options.buffer_per_tensor) ranges.file(whole);
   stats.buffers++;
   stats.buffers_created++;
   stats.buffer_bytes += size;
@@ -62,19 +61,12 @@ void context_state::mark_live(pool_block* block, std::uint64_t requested) {
 
 pool_block* context_state::try_place(std::uint64_t aligned,
                                      std::span<const std::uint32_t> excluded) {
-  auto accept = [&](placement::free_node* node) {
-    const std::uint32_t buffer = static_cast<pool_block*>(node)->buffer;
-    return std::find(excluded.begin(), excluded.end(), buffer) == excluded.end();
-  };
-  auto* block = static_cast<pool_block*>(index.find(aligned, accept));
+  pool_block* block = ranges.find(aligned, [&](const pool_block* range) {
+    return std::find(excluded.begin(), excluded.end(), range->buffer) == excluded.end();
+  });
   if (!block) return nullptr;
-  index.remove(block);
-  if (block->size - aligned >= alignment) {
-    pool_block* rest = nodes.make();
-    rest->buffer = block->buffer;
-    placement::split(block, aligned, rest);
-    index.insert(rest);
-  }
+  ranges.unfile(block);
+  if (block->size - aligned >= alignment) ranges.file(ranges.split(block, aligned));
   return block;
 }
 
@@ -85,7 +77,7 @@ pool_block* context_state::take_whole(std::uint32_t buffer) {
 
 pool_block* context_state::place(std::uint64_t bytes, std::span<const std::uint32_t> excluded,
                                  std::unique_lock<std::mutex>& lock) {
-  const std::uint64_t aligned = round_up(std::max<std::uint64_t>(bytes, 1), alignment);
+  const std::uint64_t aligned = common::round_up(std::max<std::uint64_t>(bytes, 1), alignment);
   if (options.buffer_per_tensor) {
     // A buffer of its own: no other handle ever shares it, so nothing to exclude.
     auto cached = free_by_size.find(aligned);
@@ -113,10 +105,11 @@ pool_block* context_state::place(std::uint64_t bytes, std::span<const std::uint3
   if (!dedicated) {
     // Room the rule alone kept this request from: a buffer of its own size costs
     // least. Else grow the pool by a share of what it holds.
-    const bool blocked = !excluded.empty() && index.find(aligned, [](auto*) { return true; });
+    const bool blocked =
+        !excluded.empty() && ranges.find(aligned, [](const pool_block*) { return true; });
     if (blocked) stats.rule_buffers++;
     const std::size_t share = blocked ? 0 : stats.buffer_bytes / options.growth_divisor;
-    size = round_up(std::max<std::size_t>(aligned, share), options.min_buffer_bytes);
+    size = common::round_up(std::max<std::size_t>(aligned, share), options.min_buffer_bytes);
     size = std::max<std::size_t>(std::min(size, options.buffer_bytes), aligned);
   }
   lock.unlock();
@@ -155,19 +148,8 @@ void context_state::release(pool_block* block) {
     free_by_size[buffer.size].push_back(block->buffer);
     return;
   }
-  auto* below = static_cast<pool_block*>(block->prev_range);
-  if (below && !below->live) {
-    index.remove(below);
-    placement::absorb_next(below);
-    nodes.recycle(block);
-    block = below;
-  }
-  auto* above = static_cast<pool_block*>(block->next_range);
-  if (above && !above->live) {
-    index.remove(above);
-    nodes.recycle(static_cast<pool_block*>(placement::absorb_next(block)));
-  }
-  index.insert(block);
+  // Free neighbours are always merged already: one merge each way at most.
+  ranges.file(ranges.release(block, [](const pool_block*, const pool_block*) { return true; }));
 }
 
 std::vector<allocation> context_state::take_empty_buffers(std::size_t keep_shared, bool all) {
@@ -184,9 +166,7 @@ std::vector<allocation> context_state::take_empty_buffers(std::size_t keep_share
       ++kept;
       continue;
     }
-    pool_block* whole = buffer.first;
-    if (whole->indexed) index.remove(whole);
-    nodes.recycle(whole);
+    ranges.discard(buffer.first);
     buffer.first = nullptr;
     buffer.held = false;
     stats.buffers--;

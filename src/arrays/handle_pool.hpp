@@ -1,6 +1,8 @@
-// The context's state: the buffers handles live in and the offset arithmetic
-// inside them. Every free range of every held buffer is in one free index, and a
-// range knows its buffer, so a placement excludes buffers with one accept test.
+// The context's state: the buffers handles live in and the offsets inside them,
+// placed by the sub-range placer the segment pools use too
+// (placement/range_placer.hpp). Every free range of every held buffer is in its one
+// index, and a range knows its buffer, so a placement excludes buffers with one
+// accept test.
 #pragma once
 
 #include <atomic>
@@ -11,9 +13,7 @@
 #include <vector>
 
 #include "memkit/arrays/context.hpp"
-#include "placement/free_index.hpp"
-#include "placement/range_list.hpp"
-#include "pools/node_pool.hpp"
+#include "placement/range_placer.hpp"
 
 namespace memkit::arrays::detail {
 
@@ -22,7 +22,8 @@ struct pool_block : placement::range_node {
   std::uint64_t requested = 0;  // the handle's bytes while live
   bool live = false;
 
-  void reset() { *this = pool_block{}; }  // node_pool recycles records through it
+  void reset() { *this = pool_block{}; }  // the placer recycles records through it
+  void inherit(const pool_block& from) { buffer = from.buffer; }  // a range split off `from`
 };
 
 struct pool_buffer {
@@ -68,9 +69,8 @@ struct context_state {
   std::size_t open_batches = 0;  // encoders with dispatches not yet submitted
 
   mutable std::mutex mutex;
-  std::vector<pool_buffer> buffers;  // index is the buffer id; ids are never reused
-  placement::free_index index;       // free ranges of shared and dedicated buffers
-  pools::node_pool<pool_block> nodes;
+  std::vector<pool_buffer> buffers;            // index is the buffer id; ids are never reused
+  placement::range_placer<pool_block> ranges;  // of shared and dedicated buffers
   std::vector<deferred_release> deferred;
   std::map<std::size_t, std::vector<std::uint32_t>> free_by_size;  // buffer_per_tensor cache
   context_statistics stats;
@@ -81,9 +81,5 @@ struct context_state {
   std::uint32_t add_buffer(allocation memory_block, std::size_t size, bool dedicated);
   void mark_live(pool_block* block, std::uint64_t requested);
 };
-
-inline std::uint64_t round_up(std::uint64_t bytes, std::uint64_t alignment) {
-  return (bytes + alignment - 1) / alignment * alignment;
-}
 
 }  // namespace memkit::arrays::detail

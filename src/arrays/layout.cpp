@@ -67,8 +67,8 @@ storage_rules get_webgpu_rules(const device_facts& facts) noexcept {
   return {"webgpu", 4, std::max(facts.alignment, kWebgpuOffsetAlignment), 4};
 }
 
-storage_rules get_storage_rules(const device_facts& facts) noexcept {
-  return facts.webgpu_rules ? get_webgpu_rules(facts) : get_native_rules(facts);
+storage_rules get_storage_rules(const device_facts& facts, const device_data& data) noexcept {
+  return data.follows_webgpu_rules() ? get_webgpu_rules(facts) : get_native_rules(facts);
 }
 
 storage_layout get_storage_layout(dtype type, const storage_rules& rules) noexcept {

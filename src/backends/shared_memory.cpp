@@ -1,11 +1,11 @@
-// shared_memory (include/memkit/sharing.hpp): the value a backend's export_memory
+// shared_memory (include/memkit/capabilities.hpp): the value a backend's export_memory
 // returns, so it belongs with the backend interface, below every layer that uses it.
 #include <unistd.h>
 
 #include <cstring>
 #include <utility>
 
-#include "memkit/sharing.hpp"
+#include "memkit/capabilities.hpp"
 
 namespace memkit {
 

@@ -1,12 +1,11 @@
-// The C API: exceptions become status codes and a thread-local message.
+// The C API: exceptions become status codes (memkit::capi::get_current_failure) and a
+// thread-local message.
 #include <cmath>
 #include <new>
 #include <string>
 #include <vector>
 
-#include "capi/c_options.hpp"
-#include "capi/c_snapshot.hpp"
-#include "capi/c_statistics.hpp"
+#include "memkit/capi.hpp"
 #include "memkit/memkit.h"
 #include "memkit/memkit.hpp"
 #include "memkit/version.hpp"
@@ -26,12 +25,6 @@ struct memkit_allocator {
 
 namespace {
 
-// A backend that this build lacks or whose device is missing.
-class unavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 thread_local std::string last_error;
 
 void set_last_error(const char* message) noexcept {
@@ -45,29 +38,12 @@ void set_last_error(const char* message) noexcept {
 // Runs f; a success clears the thread's last error, a failure sets it.
 template <class F>
 memkit_status guarded(F&& f) noexcept {
-  try {
-    f();
-    last_error.clear();
-    return MEMKIT_OK;
-  } catch (const memkit::out_of_memory& e) {
-    set_last_error(e.what());
-    return MEMKIT_OUT_OF_MEMORY;
-  } catch (const std::invalid_argument& e) {
-    set_last_error(e.what());
-    return MEMKIT_INVALID_ARGUMENT;
-  } catch (const unavailable& e) {
-    set_last_error(e.what());
-    return MEMKIT_UNAVAILABLE;
-  } catch (const std::bad_alloc&) {
-    set_last_error("[memkit] the host ran out of memory");
-    return MEMKIT_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    set_last_error(e.what());
-    return MEMKIT_INTERNAL_ERROR;
-  } catch (...) {
-    set_last_error("[memkit] an unknown exception");
-    return MEMKIT_INTERNAL_ERROR;
-  }
+  return memkit::capi::run_guarded(
+      [&] {
+        f();
+        last_error.clear();
+      },
+      [](const memkit::capi::failure& failed) { set_last_error(failed.message); });
 }
 
 // A NULL handle or output pointer is an invalid argument, named with its function.
@@ -137,13 +113,14 @@ memkit_status memkit_cuda_backend_create(int device, memkit_cuda_memory memory,
     }
     const memkit::cuda_availability availability = memkit::check_cuda_device(device);
     if (!availability.available) {
-      throw unavailable("[memkit_cuda_backend_create] " + availability.reason);
+      throw memkit::unavailable("[memkit_cuda_backend_create] " + availability.reason);
     }
     *out = new memkit_backend{std::make_unique<memkit::cuda_backend>(options)};
 #else
     (void)device;
     (void)memory;
-    throw unavailable("[memkit_cuda_backend_create] this build of memkit has no CUDA backend");
+    throw memkit::unavailable(
+        "[memkit_cuda_backend_create] this build of memkit has no CUDA backend");
 #endif
   });
 }
@@ -160,12 +137,13 @@ memkit_status memkit_vulkan_backend_create(int device_index, int webgpu_compatib
     try {
       *out = new memkit_backend{std::make_unique<memkit::vulkan_backend>(options)};
     } catch (const memkit::vulkan_unavailable& e) {
-      throw unavailable(std::string("[memkit_vulkan_backend_create] ") + e.what());
+      throw memkit::unavailable(std::string("[memkit_vulkan_backend_create] ") + e.what());
     }
 #else
     (void)device_index;
     (void)webgpu_compatible;
-    throw unavailable("[memkit_vulkan_backend_create] this build of memkit has no Vulkan backend");
+    throw memkit::unavailable(
+        "[memkit_vulkan_backend_create] this build of memkit has no Vulkan backend");
 #endif
   });
 }

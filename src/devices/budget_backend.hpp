@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "memkit/backend.hpp"
+#include "memkit/device_data.hpp"
 
 namespace memkit::devices_detail {
 
@@ -23,9 +24,10 @@ struct shared_budget {
   void give_back(std::size_t bytes) { held.fetch_sub(bytes, std::memory_order_relaxed); }
 };
 
-class budget_backend final : public backend {
+class budget_backend final : public backend, public forwarded_data {
  public:
-  budget_backend(backend& upstream, shared_budget& budget) : upstream_(upstream), budget_(budget) {}
+  budget_backend(backend& upstream, shared_budget& budget)
+      : forwarded_data(upstream), upstream_(upstream), budget_(budget) {}
 
   const device_facts& get_facts() const noexcept override { return upstream_.get_facts(); }
   address_t allocate_segment(std::size_t bytes) override;
@@ -36,23 +38,6 @@ class budget_backend final : public backend {
   }
   void wait(fence f) override { upstream_.wait(f); }
   void set_wired_limit(std::size_t bytes) override { upstream_.set_wired_limit(bytes); }
-  void* get_host_pointer(address_t address) const override {
-    return upstream_.get_host_pointer(address);
-  }
-  void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,
-                      element_conversion conversion) override {
-    upstream_.copy_to_device(dst, src, host_bytes, queue, conversion);
-  }
-  void copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
-                    element_conversion conversion) override {
-    upstream_.copy_to_host(dst, src, host_bytes, queue, conversion);
-  }
-  void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override {
-    upstream_.fill(dst, bytes, pattern, queue);
-  }
-  void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override {
-    upstream_.copy(dst, src, bytes, queue);
-  }
   address_t reserve_range(std::size_t bytes) override { return upstream_.reserve_range(bytes); }
   void release_range(address_t base, std::size_t bytes) override {
     upstream_.release_range(base, bytes);

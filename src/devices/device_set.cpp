@@ -5,6 +5,7 @@
 #include <string>
 
 #include "devices/budget_backend.hpp"
+#include "memkit/capabilities.hpp"
 #include "memkit/devices.hpp"
 #include "memkit/errors.hpp"
 
@@ -184,7 +185,7 @@ bool device_set::can_access_peer(std::uint32_t accessor, std::uint32_t owner) co
   s.check_device(accessor, "can_access_peer");
   s.check_device(owner, "can_access_peer");
   if (accessor == owner) return true;
-  const auto* peers = dynamic_cast<const peer_access*>(s.backends[owner]);
+  const auto* peers = find_capability<peer_access>(*s.backends[owner]);
   return peers && peers->can_grant_access(*s.backends[accessor]);
 }
 
@@ -193,7 +194,7 @@ void device_set::enable_peer_access(std::uint32_t accessor, std::uint32_t owner)
   s.check_device(accessor, "enable_peer_access");
   s.check_device(owner, "enable_peer_access");
   if (accessor == owner) return;
-  auto* peers = dynamic_cast<peer_access*>(s.backends[owner]);
+  auto* peers = find_capability<peer_access>(*s.backends[owner]);
   if (!peers) {
     throw invalid_argument("[memkit::device_set::enable_peer_access] " + s.describe(owner) +
                            " has no peer access (its backend does not implement "

@@ -69,7 +69,7 @@ shared_memory receive_description(int connection, std::uint64_t id, const std::s
 }  // namespace
 
 imported_memory::imported_memory(backend& device, const std::string& socket_path, std::uint64_t id)
-    : sharing_(dynamic_cast<memory_sharing*>(&device)) {
+    : sharing_(find_capability<memory_sharing>(device)) {
   if (!sharing_) {
     refuse(device.get_facts().name +
            " cannot import memory (its backend does not implement memkit::memory_sharing)");

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
 #include "devices/sharing_protocol.hpp"
@@ -31,7 +30,7 @@ using devices_detail::reply_status;
 namespace {
 
 memory_sharing* find_sharing(device_set& devices, std::uint32_t device, const char* function) {
-  auto* sharing = dynamic_cast<memory_sharing*>(&devices.get_backend(device));
+  auto* sharing = find_capability<memory_sharing>(devices.get_backend(device));
   if (!sharing) {
     throw invalid_argument(std::string("[memkit::memory_exporter::") + function + "] device " +
                            std::to_string(device) + " (" +
@@ -238,7 +237,7 @@ memory_exporter::memory_exporter(device_set& devices, std::string socket_path)
   s.listener = devices_detail::listen_unix(s.socket_path);
   if (::pipe2(s.wake, O_CLOEXEC) != 0) {
     close_fd(s.listener);
-    throw std::system_error(errno, std::generic_category(), "[memkit::memory_exporter] pipe2");
+    throw os_error("[memkit::memory_exporter] pipe2", errno);
   }
   s.server = std::thread([&s] { s.serve(); });
 }

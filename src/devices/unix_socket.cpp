@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 
 #include "memkit/errors.hpp"
 
@@ -28,9 +27,7 @@ socklen_t make_address(const std::string& path, sockaddr_un& address, const char
                                 (path[0] == '@' ? 0 : 1));
 }
 
-[[noreturn]] void throw_errno(const std::string& what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
+[[noreturn]] void throw_errno(const std::string& what) { throw os_error(what, errno); }
 
 }  // namespace
 

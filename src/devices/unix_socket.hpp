@@ -13,8 +13,8 @@ namespace memkit::devices_detail {
 // Most descriptors one message carries (the kernel's limit is 253).
 constexpr std::size_t kFdsPerMessage = 200;
 
-int listen_unix(const std::string& path);   // throws std::system_error
-int connect_unix(const std::string& path);  // throws std::system_error
+int listen_unix(const std::string& path);   // throws os_error
+int connect_unix(const std::string& path);  // throws os_error
 // Sends one message with `fds` attached; false when the peer is gone.
 bool send_message(int socket, const void* data, std::size_t bytes, std::span<const int> fds = {});
 // Receives one message into `data`; appends the descriptors it carried to `fds`.

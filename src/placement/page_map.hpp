@@ -7,34 +7,36 @@
 #include <cstdint>
 #include <vector>
 
+#include "memkit/types.hpp"
+
 namespace memkit::placement {
 
 class page_map {
  public:
-  static constexpr std::uint32_t kNone = ~0u;
+  static constexpr page_index kNone = ~page_index{0};
 
   struct page {
-    std::uint64_t physical = 0;       // mapped physical page, 0 when unmapped
-    std::uint64_t free_serial = 0;    // idle: when its last user was freed
-    std::uint32_t users = 0;          // live blocks touching the page
-    std::uint32_t queue = 0;          // idle: queue of its last user
-    std::uint32_t prev_idle = kNone;  // idle list links, most recent first
-    std::uint32_t next_idle = kNone;
+    page_id physical = 0;          // mapped physical page, 0 when unmapped
+    serial_t free_serial = 0;      // idle: when its last user was freed
+    std::uint32_t users = 0;       // live blocks touching the page
+    queue_id queue = 0;            // idle: queue of its last user
+    page_index prev_idle = kNone;  // idle list links, most recent first
+    page_index next_idle = kNone;
     bool busy = false;  // being mapped with the lock released
     bool idle = false;  // on the idle list
   };
 
   // Write physical and busy through set_physical / set_busy: they keep the bitmap.
-  page& at(std::uint32_t i) {
+  page& at(page_index i) {
     if (i >= pages_.size()) [[unlikely]]
       grow(i);
     return pages_[i];
   }
-  void set_physical(std::uint32_t i, std::uint64_t physical) {
+  void set_physical(page_index i, page_id physical) {
     at(i).physical = physical;
     update_usable(i);
   }
-  void set_busy(std::uint32_t i, bool busy) {
+  void set_busy(page_index i, bool busy) {
     at(i).busy = busy;
     update_usable(i);
   }
@@ -73,19 +75,19 @@ class page_map {
     }
     return count;
   }
-  const page& get(std::uint32_t i) const { return pages_[i]; }
-  std::uint32_t get_count() const { return static_cast<std::uint32_t>(pages_.size()); }
+  const page& get(page_index i) const { return pages_[i]; }
+  page_index get_count() const { return static_cast<page_index>(pages_.size()); }
   std::uint32_t get_idle_count() const { return idle_count_; }
-  std::uint32_t get_idle_tail() const { return idle_tail_; }
+  page_index get_idle_tail() const { return idle_tail_; }
 
-  void add_user(std::uint32_t i) {
+  void add_user(page_index i) {
     page& p = at(i);
     if (p.users++ == 0 && p.idle) unlink_idle(i);
   }
 
   // A page left with no users stays mapped, as the most recently idle page.
   // Returns whether it became idle.
-  bool remove_user(std::uint32_t i, std::uint32_t queue, std::uint64_t serial) {
+  bool remove_user(page_index i, queue_id queue, serial_t serial) {
     page& p = pages_[i];
     if (--p.users > 0 || !p.physical) return false;
     p.queue = queue;
@@ -94,7 +96,7 @@ class page_map {
     return true;
   }
 
-  void unlink_idle(std::uint32_t i) {
+  void unlink_idle(page_index i) {
     page& p = pages_[i];
     if (p.prev_idle != kNone)
       pages_[p.prev_idle].next_idle = p.next_idle;
@@ -109,7 +111,7 @@ class page_map {
     --idle_count_;
   }
 
-  void link_idle(std::uint32_t i) {
+  void link_idle(page_index i) {
     page& p = pages_[i];
     p.idle = true;
     p.prev_idle = kNone;
@@ -121,12 +123,12 @@ class page_map {
   }
 
  private:
-  [[gnu::noinline]] void grow(std::uint32_t i) {
+  [[gnu::noinline]] void grow(page_index i) {
     pages_.resize(i + 1);
     usable_.resize(i / 64 + 1);
   }
 
-  void update_usable(std::uint32_t i) {
+  void update_usable(page_index i) {
     const std::uint64_t bit = std::uint64_t{1} << (i % 64);
     if (pages_[i].physical != 0 && !pages_[i].busy)
       usable_[i / 64] |= bit;
@@ -136,8 +138,8 @@ class page_map {
 
   std::vector<page> pages_;
   std::vector<std::uint64_t> usable_;  // bit i: page i is mapped and not busy
-  std::uint32_t idle_head_ = kNone;    // most recently idle
-  std::uint32_t idle_tail_ = kNone;    // least recently idle
+  page_index idle_head_ = kNone;       // most recently idle
+  page_index idle_tail_ = kNone;       // least recently idle
   std::uint32_t idle_count_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "common/helpers.hpp"
 #include "memkit/arrays/binding.hpp"
 #include "memkit/arrays/usage_scope.hpp"
 
@@ -14,10 +15,6 @@ namespace memkit::planner {
 namespace {
 
 constexpr std::size_t kNoKernel = std::numeric_limits<std::size_t>::max();
-
-std::int64_t round_up(std::int64_t bytes, std::int64_t alignment) {
-  return (bytes + alignment - 1) / alignment * alignment;
-}
 
 // Kernels are the clock: a tensor lives over [first, last] (inclusive); one held by
 // the caller to the end of the graph, and from its start when it is an input.
@@ -128,7 +125,7 @@ unit_set calculate_units(const kernel_graph& graph, const lifetimes& life,
     buffer& unit = set.units[u];
     unit.lower = std::min(unit.lower, static_cast<std::int64_t>(life.first[t]));
     unit.upper = std::max(unit.upper, static_cast<std::int64_t>(life.last[t]) + 1);
-    unit.size = std::max(unit.size, round_up(graph.tensors[t].bytes, alignment));
+    unit.size = std::max(unit.size, common::round_up(graph.tensors[t].bytes, alignment));
   }
   return set;
 }
@@ -232,8 +229,8 @@ graph_plan plan_graph(const kernel_graph& graph, const graph_plan_options& setti
           }
           // Only equal (aligned) sizes: the pair plans as one unit as large as the
           // input, so a smaller output would keep the input's size for its whole life.
-          if (round_up(graph.tensors[in.tensor].bytes, settings.alignment) !=
-              round_up(graph.tensors[out.tensor].bytes, settings.alignment)) {
+          if (common::round_up(graph.tensors[in.tensor].bytes, settings.alignment) !=
+              common::round_up(graph.tensors[out.tensor].bytes, settings.alignment)) {
             continue;
           }
           best = in.tensor;
@@ -280,7 +277,8 @@ graph_plan plan_graph(const kernel_graph& graph, const graph_plan_options& setti
   if (const validation check =
           validate_graph_plan(graph, planned_graph, settings.webgpu_usage_scope);
       !check) {
-    throw std::logic_error("[memkit::planner::plan_graph] the plan is invalid: " + check.message);
+    throw invariant_violation("[memkit::planner::plan_graph] the plan is invalid: " +
+                              check.message);
   }
   return planned_graph;
 }

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/helpers.hpp"
 #include "io/input_file.hpp"
 #include "memkit/errors.hpp"
 #include "memkit/planner.hpp"
@@ -21,33 +22,13 @@
 namespace memkit::planner {
 namespace {
 
+using common::split;
+using common::trim;
+
 constexpr const char* kTotalTooLarge = "the buffers' sizes sum past 2^62 bytes";
 const std::string kTooManyBuffers =
     "more than " + std::to_string(kMaxBuffers) + " buffers: not an instance the planner takes";
 constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;  // a trace line is far shorter
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
-                           text.back() == '\n')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-std::vector<std::string_view> split_fields(std::string_view line) {
-  std::vector<std::string_view> fields;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = line.find(',', start);
-    if (comma == std::string_view::npos) {
-      fields.push_back(trim(line.substr(start)));
-      return fields;
-    }
-    fields.push_back(trim(line.substr(start, comma - start)));
-    start = comma + 1;
-  }
-}
 
 // Parses a whole field as a signed decimal integer.
 bool parse_integer(std::string_view text, std::int64_t& value) {
@@ -90,7 +71,7 @@ instance parse_instance_as(std::istream& in, const std::string& name, std::strin
       seen_header = true;
       continue;
     }
-    const std::vector<std::string_view> fields = split_fields(text);
+    const std::vector<std::string_view> fields = split(text, ',');
     if (fields.size() != 4) {
       throw located_error(function, name, line_number,
                           "expected 4 fields, got " + std::to_string(fields.size()));

@@ -183,7 +183,8 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       out.best.offsets[shapes[k].order[j]] = split.parts[k].base + offsets[j];
   }
   if (const validation check = validate(inst, out.best); !check) {
-    throw std::logic_error("[memkit::planner::solve] a plan by parts is invalid: " + check.message);
+    throw invariant_violation("[memkit::planner::solve] a plan by parts is invalid: " +
+                              check.message);
   }
   out.height_bytes = height(inst, out.best);
   out.greedy_height_bytes = greedy_height;
@@ -231,7 +232,7 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   out.greedy_height_bytes = height(inst, out.best);
   out.height_bytes = out.greedy_height_bytes;
   if (const validation check = validate(inst, out.best); !check) {
-    throw std::logic_error("[memkit::planner::solve] greedy plan is invalid: " + check.message);
+    throw invariant_violation("[memkit::planner::solve] greedy plan is invalid: " + check.message);
   }
 
   // The result as it stands; `proven_floor`: no plan is lower than this.
@@ -248,8 +249,8 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
     const std::int64_t candidate_height = height(inst, candidate);
     if (candidate_height >= out.height_bytes) return;
     if (const validation check = validate(inst, candidate); !check) {
-      throw std::logic_error("[memkit::planner::solve] search produced an invalid plan: " +
-                             check.message);
+      throw invariant_violation("[memkit::planner::solve] search produced an invalid plan: " +
+                                check.message);
     }
     out.best = candidate;
     out.height_bytes = candidate_height;

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "memkit/types.hpp"
+
 namespace memkit::pools {
 
 template <class V>
@@ -12,14 +14,14 @@ class address_map {
  public:
   address_map() : slots_(1024) {}
 
-  V* find(std::uintptr_t key) const {
+  V* find(address_t key) const {
     for (std::size_t i = index_of(key);; i = (i + 1) & mask()) {
       if (slots_[i].key == key) return slots_[i].value;
       if (slots_[i].key == 0) return nullptr;
     }
   }
 
-  void insert(std::uintptr_t key, V* value) {
+  void insert(address_t key, V* value) {
     if (2 * (size_ + 1) > slots_.size()) rehash(slots_.size() * 2);
     std::size_t i = index_of(key);
     while (slots_[i].key != 0) i = (i + 1) & mask();
@@ -28,7 +30,7 @@ class address_map {
   }
 
   // Removes key, which must be present.
-  void erase(std::uintptr_t key) {
+  void erase(address_t key) {
     std::size_t hole = index_of(key);
     while (slots_[hole].key != key) hole = (hole + 1) & mask();
     for (std::size_t i = (hole + 1) & mask(); slots_[i].key != 0; i = (i + 1) & mask()) {
@@ -53,11 +55,11 @@ class address_map {
 
  private:
   struct Slot {
-    std::uintptr_t key = 0;
+    address_t key = 0;
     V* value = nullptr;
   };
   std::size_t mask() const { return slots_.size() - 1; }
-  std::size_t index_of(std::uintptr_t key) const {
+  std::size_t index_of(address_t key) const {
     return static_cast<std::size_t>((key >> 8) * 0x9E3779B97F4A7C15ull >> 20) & mask();
   }
   void rehash(std::size_t capacity) {

@@ -8,14 +8,7 @@
 namespace memkit::pools {
 
 segment_pool::~segment_pool() {
-  for (segment* s : segments_) {
-    for (block* b = s->first; b;) {
-      block* next = static_cast<block*>(b->next_range);
-      blocks_.recycle(b);
-      b = next;
-    }
-    delete s;
-  }
+  for (segment* s : segments_) delete s;  // the blocks' records go with the placer
 }
 
 block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
@@ -26,22 +19,13 @@ block* segment_pool::carve(block* b, std::size_t size, queue_id queue) {
   auto* lower = static_cast<block*>(b->prev_range);
   if (merge_by_queue_ && !b->next_range && lower && !lower->live && lower->indexed &&
       lower->queue == queue && size > lower->size) {
-    const std::uint64_t top_serial = b->free_serial;
+    const serial_t top_serial = b->free_serial;
     unfile(lower);
     block* taken = carve_out(merge(lower, b), size, queue, false);
     if (auto* rest = static_cast<block*>(taken->next_range)) rest->free_serial = top_serial;
     return taken;
   }
   return carve_out(b, size, queue, place_high(b, size));
-}
-
-block* segment_pool::split_off(block* b, std::uint64_t head) {
-  block* rest = blocks_.make();
-  rest->owner = b->owner;
-  rest->queue = b->queue;
-  rest->free_serial = b->free_serial;
-  placement::split(b, head, rest);
-  return rest;
 }
 
 block* segment_pool::carve_out(block* b, std::size_t size, queue_id queue, bool high) {
@@ -80,19 +64,7 @@ block* segment_pool::take_at(const block* free_block, std::uint64_t start, std::
   return carve_out(b, size, queue, false);
 }
 
-std::size_t segment_pool::calculate_largest_free() const {
-  if (!index_by_address_) return index_.calculate_largest();
-  std::size_t largest = 0;
-  for (const auto& entry : by_address_) largest = std::max(largest, entry.second->size);
-  return largest;
-}
-
-block* segment_pool::find_free_at(std::uint64_t offset, std::size_t size) const {
-  auto it = by_address_.upper_bound(offset);
-  if (it == by_address_.begin()) return nullptr;
-  block* b = std::prev(it)->second;
-  return b->offset + b->size >= offset + size ? b : nullptr;
-}
+std::size_t segment_pool::calculate_largest_free() const { return placer_.calculate_largest(); }
 
 bool segment_pool::place_high(const block* b, std::size_t size) const {
   // With pages, a block placed against a live neighbour shares that neighbour's
@@ -112,8 +84,7 @@ block* segment_pool::add_free(address_t base, std::size_t segment_size, bool vir
   s->size = segment_size;
   s->small = small_;
   s->virtual_range = virtual_range;
-  block* b = blocks_.make();
-  b->size = segment_size;
+  block* b = placer_.make_container(segment_size);
   b->owner = s;
   s->first = b;
   segments_.push_back(s);
@@ -147,16 +118,21 @@ bool segment_pool::can_merge(const block* lower, const block* upper) const {
   return true;
 }
 
-block* segment_pool::merge(block* lower, block* upper) {
+void segment_pool::join_state(block* lower, block* upper) {
   // Both safe: safe for good. Otherwise wait for the later free (one queue).
   if (is_safe(lower) && is_safe(upper))
     lower->free_serial = 0;
   else if (upper->free_serial > lower->free_serial)
     lower->free_serial = upper->free_serial;
-  placement::absorb_next(lower);
-  if (upper->is_listed()) list_unmerged(lower);  // upper's other neighbour still stands apart
-  discard(upper);
-  return lower;
+  if (upper->is_listed()) {
+    list_unmerged(lower);  // upper's other neighbour still stands apart
+    unmerged_[upper->unmerged_slot] = nullptr;
+  }
+}
+
+block* segment_pool::merge(block* lower, block* upper) {
+  join_state(lower, upper);
+  return placer_.merge(lower, upper);
 }
 
 void segment_pool::list_unmerged(block* b) {
@@ -167,7 +143,7 @@ void segment_pool::list_unmerged(block* b) {
 
 void segment_pool::discard(block* b) {
   if (b->is_listed()) unmerged_[b->unmerged_slot] = nullptr;
-  blocks_.recycle(b);
+  placer_.discard(b);
 }
 
 void segment_pool::defer(block* b) {
@@ -178,31 +154,21 @@ void segment_pool::defer(block* b) {
   if (--s->live_blocks == 0) set_idle(s, true);
 }
 
-void segment_pool::give_back(block* b, std::uint64_t free_serial) {
+void segment_pool::give_back(block* b, serial_t free_serial) {
   b->live = false;
   b->requested = 0;
   b->free_serial = free_serial;
   // Merge each way for as long as the state allows: a neighbour absorbed here may
   // have stood apart from its own other neighbour, which can join now.
   bool apart = false;
-  for (auto* lower = static_cast<block*>(b->prev_range); lower && !lower->live && lower->indexed;
-       lower = static_cast<block*>(b->prev_range)) {
-    if (!can_merge(lower, b)) {
+  b = placer_.release(b, [&](block* lower, block* upper) {
+    if (!can_merge(lower, upper)) {
       apart = true;
-      break;
+      return false;
     }
-    unfile(lower);
-    b = merge(lower, b);
-  }
-  for (auto* upper = static_cast<block*>(b->next_range); upper && !upper->live && upper->indexed;
-       upper = static_cast<block*>(b->next_range)) {
-    if (!can_merge(b, upper)) {
-      apart = true;
-      break;
-    }
-    unfile(upper);
-    b = merge(b, upper);
-  }
+    join_state(lower, upper);
+    return true;
+  });
   file(b);
   if (apart) list_unmerged(b);
   segment* s = b->owner;
@@ -327,11 +293,11 @@ void segment_pool::validate(std::size_t* live_bytes, std::size_t* free_bytes,
     if (s->idle != (live == 0)) fail("a segment's idle mark is wrong");
     *live_blocks += live;
   }
-  if (indexed != (index_by_address_ ? by_address_.size() : index_.get_count()))
+  if (indexed != placer_.get_filed_count())
     fail("the free index holds blocks outside the segments");
-  for (const auto& [offset, b] : by_address_) {
+  placer_.for_each_by_offset([&](std::uint64_t offset, const block* b) {
     if (b->offset != offset || !b->indexed) fail("the address index names a block wrongly");
-  }
+  });
 }
 
 }  // namespace memkit::pools

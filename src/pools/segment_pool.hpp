@@ -1,18 +1,17 @@
 // Segment pools: segments from the backend, tiled by blocks that split and merge.
 // The data structures and their invariants are described once, at the top of
 // include/memkit/allocator.hpp; this file holds the records and their operations.
+// The offsets are the sub-range placer's (placement/range_placer.hpp), which the
+// arrays layer's handle pool uses too; a pool adds segments, queues and fences.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <vector>
 
-#include "memkit/backend.hpp"
-#include "placement/free_index.hpp"
-#include "placement/range_list.hpp"
-#include "pools/node_pool.hpp"
+#include "memkit/types.hpp"
+#include "placement/range_placer.hpp"
 
 namespace memkit::pools {
 
@@ -32,7 +31,7 @@ struct segment;
 struct alignas(64) block : placement::range_node {
   segment* owner = nullptr;                  // the segment the block lies in
   std::size_t requested = 0;                 // live: bytes asked for; free: 0
-  std::uint64_t free_serial = 0;             // free: when it was freed; safe for every queue once
+  serial_t free_serial = 0;                  // free: when it was freed; safe for every queue once
                                              // free_serial <= safe_serial[queue]
   queue_id queue = 0;                        // live: queue it serves; free: queue that used it last
   bool live = false;                         // handed out
@@ -46,6 +45,12 @@ struct alignas(64) block : placement::range_node {
 
   bool is_listed() const { return unmerged_slot != kNotListed; }
   static constexpr std::uint32_t kNotListed = ~0u;
+  // A block split off `from` keeps its segment, queue and fence state.
+  void inherit(const block& from) {
+    owner = from.owner;
+    queue = from.queue;
+    free_serial = from.free_serial;
+  }
   // Back to a fresh record; the stamp is left to the allocator.
   void reset() {
     static_cast<placement::range_node&>(*this) = placement::range_node{};
@@ -83,7 +88,7 @@ inline bool may_leave_unsplit(std::size_t block_size, std::size_t size, bool sma
 class segment_pool {
  public:
   // safe_serial[q]: blocks freed on q with free_serial <= it are safe on every queue.
-  segment_pool(bool small, const std::uint64_t* safe_serial)
+  segment_pool(bool small, const serial_t* safe_serial)
       : small_(small), safe_serial_(safe_serial) {}
   ~segment_pool();
   segment_pool(const segment_pool&) = delete;
@@ -96,13 +101,11 @@ class segment_pool {
   // Hot path: the best free block usable on `queue`, split to `size`, now live.
   // `previous_queue`, when given, receives the queue the free block had.
   block* take(std::size_t size, queue_id queue, queue_id* previous_queue = nullptr) {
-    placement::free_node* found = index_.find(size, [&](const placement::free_node* n) {
-      const auto* b = static_cast<const block*>(n);
-      return b->queue == queue || is_safe(b);
-    });
+    block* found =
+        placer_.find(size, [&](const block* b) { return b->queue == queue || is_safe(b); });
     if (!found) return nullptr;
-    if (previous_queue) *previous_queue = static_cast<block*>(found)->queue;
-    return carve(static_cast<block*>(found), size, queue);
+    if (previous_queue) *previous_queue = found->queue;
+    return carve(found, size, queue);
   }
 
   // An arena's address range: one free block, nothing carved.
@@ -111,24 +114,21 @@ class segment_pool {
   // start_offset is where the carved block would begin.
   template <class Also>
   block* take_where(std::size_t size, queue_id queue, Also&& also, queue_id* previous_queue) {
-    placement::free_node* found = index_.find(size, [&](const placement::free_node* n) {
-      const auto* b = static_cast<const block*>(n);
+    block* found = placer_.find(size, [&](const block* b) {
       if (b->queue != queue && !is_safe(b)) return false;
       const bool high = !may_leave_unsplit(b->size, size, small_) && place_high(b, size);
       return also(b, high ? b->offset + b->size - size : b->offset);
     });
     if (!found) return nullptr;
-    if (previous_queue) *previous_queue = static_cast<block*>(found)->queue;
-    return carve(static_cast<block*>(found), size, queue);
+    if (previous_queue) *previous_queue = found->queue;
+    return carve(found, size, queue);
   }
   // Calls visit(block) on free blocks of at least `size` bytes usable on `queue`,
   // smallest bins first, until it returns true.
   template <class Visit>
   void visit_usable(std::size_t size, queue_id queue, Visit&& visit) const {
-    index_.visit_fits(size, [&](const placement::free_node* n) {
-      const auto* b = static_cast<const block*>(n);
-      return (b->queue == queue || is_safe(b)) && visit(b);
-    });
+    placer_.visit_fits(
+        size, [&](const block* b) { return (b->queue == queue || is_safe(b)) && visit(b); });
   }
   // Carves `size` bytes starting at offset `start` inside free block b for `queue`.
   block* take_at(const block* b, std::uint64_t start, std::size_t size, queue_id queue,
@@ -136,7 +136,7 @@ class segment_pool {
   // A new segment; returns the block of `size` carved from it for `queue`.
   block* add_segment(address_t base, std::size_t segment_size, std::size_t size, queue_id queue);
   // Returns a live block; it merges with free neighbours its state allows.
-  void give_back(block* b, std::uint64_t free_serial);
+  void give_back(block* b, serial_t free_serial);
   // Frees a live block used on other queues too: kept out of the index until
   // release_deferred, once their work is known complete.
   void defer(block* b);
@@ -166,9 +166,11 @@ class segment_pool {
   // Free blocks are kept by address instead of by size, for find_free_at (a loop
   // plan's region); take, take_where and visit_usable then find nothing. Set before
   // the first segment.
-  void set_index_by_address(bool on) { index_by_address_ = on; }
+  void set_index_by_address(bool on) { placer_.set_index_by_offset(on); }
   // The free block holding [offset, offset + size), or nullptr; needs the above.
-  block* find_free_at(std::uint64_t offset, std::size_t size) const;
+  block* find_free_at(std::uint64_t offset, std::size_t size) const {
+    return placer_.find_at(offset, size);
+  }
   // Free blocks of one queue merge whatever their fence state (see can_merge).
   void set_merge_by_queue(bool on) { merge_by_queue_ = on; }
   // Checks the pool's invariants; throws invariant_violation naming the first broken one.
@@ -178,30 +180,17 @@ class segment_pool {
  private:
   block* carve(block* b, std::size_t size, queue_id queue);
   // b keeps its first `head` bytes; the new free block above takes b's state.
-  block* split_off(block* b, std::uint64_t head);
+  block* split_off(block* b, std::uint64_t head) { return placer_.split(b, head); }
   // carve, for a block already out of the index; `high`: take its high end.
   block* carve_out(block* b, std::size_t size, queue_id queue, bool high);
   block* add_free(address_t base, std::size_t segment_size, bool virtual_range);
   bool can_merge(const block* lower, const block* upper) const;
-  // Into and out of the free index (and the address index, where kept).
-  // A pool kept by address is searched only by address: no size index to update.
-  void file(block* b) {
-    if (!index_by_address_) {
-      index_.insert(b);
-      return;
-    }
-    b->indexed = true;
-    b->bin = placement::free_index::bin_of(b->size);
-    by_address_.emplace(b->offset, b);
-  }
-  void unfile(block* b) {
-    if (!index_by_address_) {
-      index_.remove(b);
-      return;
-    }
-    b->indexed = false;
-    by_address_.erase(b->offset);
-  }
+  // Into and out of the free index (by size, or by address where kept).
+  void file(block* b) { placer_.file(b); }
+  void unfile(block* b) { placer_.unfile(b); }
+  // What the union of two free neighbours keeps: the later fence state, and
+  // upper's place in the list of blocks left apart. Then the placer merges them.
+  void join_state(block* lower, block* upper);
   block* merge(block* lower, block* upper);  // both free and out of the index
   void list_unmerged(block* b);
   void discard(block* b);  // recycles a record, unlisting it first
@@ -210,12 +199,9 @@ class segment_pool {
   bool small_;
   std::size_t page_size_ = 0;
   bool merge_by_queue_ = false;
-  bool index_by_address_ = false;
   bool keep_top_apart_ = true;
-  std::map<std::uint64_t, block*> by_address_;  // free blocks by offset, where kept
-  const std::uint64_t* safe_serial_;
-  placement::free_index index_;
-  node_pool<block> blocks_;
+  const serial_t* safe_serial_;
+  placement::range_placer<block> placer_;
   std::vector<segment*> segments_;
   segment* idle_head_ = nullptr;  // most recently idle
   segment* idle_tail_ = nullptr;  // least recently idle

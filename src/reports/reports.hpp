@@ -13,7 +13,7 @@
 #include "memkit/allocator.hpp"
 #include "memkit/planner.hpp"
 #include "memkit/trace.hpp"
-#include "trace/report_html.hpp"
+#include "memkit/report_html.hpp"
 
 namespace memkit::reports {
 

@@ -1,4 +1,4 @@
-#include "trace/pytorch_snapshot.hpp"
+#include "memkit/pytorch_snapshot.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/helpers.hpp"
 #include "io/input_file.hpp"
 #include "memkit/errors.hpp"
 #include "memkit/trace.hpp"
@@ -20,28 +21,12 @@ namespace {
 
 constexpr const char* kRead = "[memkit::trace::read] ";
 
+using common::hex;
+using common::split;
+using common::trim;
+
 [[noreturn]] void fail_at(const std::string& path, std::uint64_t line, const std::string& what) {
   throw trace_error(kRead + path + ":" + std::to_string(line) + ": " + what);
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-std::vector<std::string_view> split(std::string_view line, char separator) {
-  std::vector<std::string_view> fields;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = line.find(separator, start);
-    fields.push_back(trim(line.substr(start, end - start)));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return fields;
 }
 
 std::string quote(std::string_view text) { return quote_input(text); }
@@ -62,13 +47,6 @@ bool parse_pointer(std::string_view text, std::uint64_t& value) {
     return parse_unsigned(text.substr(2), value, 16);
   }
   return parse_unsigned(text, value, 16);
-}
-
-std::string hex(std::uint64_t value) {
-  std::array<char, 24> buffer{};
-  const auto [end, error] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value, 16);
-  static_cast<void>(error);
-  return "0x" + std::string(buffer.data(), end);
 }
 
 // Turns keys that name live blocks (ids, pointers, addresses) into events over dense

@@ -1,4 +1,4 @@
-#include "trace/replay.hpp"
+#include "memkit/replay.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -19,7 +19,8 @@ constexpr std::uint64_t kProgressEvery = 4096;
 
 std::string mib(std::size_t bytes) { return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB"; }
 
-// Forwards every call to the device, noting the segments and pages it hands out and
+// Forwards every call of the memory interface to the device (the allocator uses no
+// other), noting the segments and pages it hands out and
 // takes back (for record_history) until the replay takes them.
 class watched_backend final : public backend {
  public:
@@ -43,23 +44,6 @@ class watched_backend final : public backend {
   }
   void wait(fence f) override { device_.wait(f); }
   void set_wired_limit(std::size_t bytes) override { device_.set_wired_limit(bytes); }
-  void* get_host_pointer(address_t address) const override {
-    return device_.get_host_pointer(address);
-  }
-  void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,
-                      element_conversion conversion) override {
-    device_.copy_to_device(dst, src, host_bytes, queue, conversion);
-  }
-  void copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
-                    element_conversion conversion) override {
-    device_.copy_to_host(dst, src, host_bytes, queue, conversion);
-  }
-  void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override {
-    device_.fill(dst, bytes, pattern, queue);
-  }
-  void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override {
-    device_.copy(dst, src, bytes, queue);
-  }
   address_t reserve_range(std::size_t bytes) override { return device_.reserve_range(bytes); }
   void release_range(address_t base, std::size_t bytes) override {
     device_.release_range(base, bytes);

@@ -1,4 +1,4 @@
-#include "trace/report_html.hpp"
+#include "memkit/report_html.hpp"
 
 #include <algorithm>
 #include <charconv>

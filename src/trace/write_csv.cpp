@@ -1,4 +1,4 @@
-#include "trace/write_csv.hpp"
+#include "memkit/write_csv.hpp"
 
 #include <cstdint>
 #include <vector>

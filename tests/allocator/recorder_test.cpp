@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "memkit/memkit.hpp"
+#include "memkit/replay.hpp"
 #include "memkit/trace.hpp"
-#include "trace/replay.hpp"
 
 namespace memkit {
 namespace {

@@ -112,6 +112,8 @@ class buffers : public ::testing::Test {
 #endif
   }
   bool is_unified() const { return device_->get_facts().unified; }
+  // The data interface, to read and write device bytes behind the buffers' back.
+  device_data& data() const { return *find_capability<device_data>(*device_); }
 
   std::unique_ptr<backend> device_;
   std::unique_ptr<allocator> memory_;
@@ -198,13 +200,12 @@ TYPED_TEST(buffers, random_access_sequences_round_trip_with_exactly_the_transfer
           if (mode == access::read) {
             // Read the device copy behind the buffer's back: not counted by it.
             std::vector<unsigned char> seen(expected.size());
-            this->device_->copy_to_host(seen.data(), address, seen.size(), queue,
-                                        layout.conversion);
+            this->data().copy_to_host(seen.data(), address, seen.size(), queue, layout.conversion);
             ASSERT_EQ(seen, expected);
           } else {
             const std::size_t filled = mode == access::write ? words : words / 2;
             const std::uint32_t pattern = make_pattern(layout, rng);
-            this->device_->fill(address, filled * 4, pattern, queue);
+            this->data().fill(address, filled * 4, pattern, queue);
             apply_fill(expected, layout, filled, pattern);
           }
         }
@@ -235,7 +236,7 @@ TYPED_TEST(buffers, unified_devices_share_one_allocation) {
   }
   void* host = b.get_host(access::write);
   const address_t device = b.get_device(access::read_write);
-  EXPECT_EQ(host, this->device_->get_host_pointer(device));
+  EXPECT_EQ(host, this->data().get_host_pointer(device));
   EXPECT_FALSE(b.has_host_copy());
   const buffer_statistics s = this->buffers_->get_statistics();
   EXPECT_EQ(s.copies_to_device + s.copies_to_host, 0u);
@@ -272,7 +273,7 @@ TYPED_TEST(buffers, bools_round_trip_through_the_stored_layout) {
   const address_t device = b.get_device(access::read_write);
   // The device holds the stored layout: 4-byte words of 0 or 1 under WebGPU's rules.
   std::vector<unsigned char> raw(count * (wide ? 4 : 1));
-  this->device_->copy_to_host(raw.data(), device, raw.size(), 0);
+  this->data().copy_to_host(raw.data(), device, raw.size(), 0);
   for (std::size_t i = 0; i < count; ++i) {
     if (wide) {
       std::uint32_t word;
@@ -284,9 +285,9 @@ TYPED_TEST(buffers, bools_round_trip_through_the_stored_layout) {
   }
   // The device turns the first 100 elements' words to true; the host sees bools.
   if (wide)
-    this->device_->fill(device, 400, 1, 0);
+    this->data().fill(device, 400, 1, 0);
   else
-    this->device_->fill(device, 100, 0x01010101u, 0);
+    this->data().fill(device, 100, 0x01010101u, 0);
   std::span<const bool> back = b.get_host_span<const bool>(access::read);
   for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(back[i], i < 100 || (i * 7) % 3 == 0) << i;
   const buffer_statistics s = this->buffers_->get_statistics();

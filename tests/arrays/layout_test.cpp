@@ -15,10 +15,17 @@ TEST(layout, framework_element_sizes) {
   EXPECT_STREQ(get_name(dtype::boolean), "bool");
 }
 
+// A device's data interface that says which storage rules apply.
+struct rules_data : device_data {
+  explicit rules_data(bool webgpu_rules) : webgpu(webgpu_rules) {}
+  bool follows_webgpu_rules() const noexcept override { return webgpu; }
+  bool webgpu;
+};
+
 TEST(layout, native_rules_store_every_dtype_as_the_framework_does) {
   device_facts facts;
   facts.alignment = 512;
-  const storage_rules rules = get_storage_rules(facts);
+  const storage_rules rules = get_storage_rules(facts, rules_data(false));
   EXPECT_STREQ(rules.name, "native");
   for (dtype t : {dtype::boolean, dtype::int8, dtype::float16, dtype::float32, dtype::float64}) {
     const storage_layout l = get_storage_layout(t, rules);
@@ -31,8 +38,7 @@ TEST(layout, native_rules_store_every_dtype_as_the_framework_does) {
 TEST(layout, webgpu_rules_store_bool_in_four_bytes_at_256_byte_offsets) {
   device_facts facts;
   facts.alignment = 64;
-  facts.webgpu_rules = true;
-  const storage_rules rules = get_storage_rules(facts);
+  const storage_rules rules = get_storage_rules(facts, rules_data(true));
   EXPECT_STREQ(rules.name, "webgpu");
   const storage_layout b = get_storage_layout(dtype::boolean, rules);
   EXPECT_EQ(b.host_element_bytes, 1u);

@@ -5,8 +5,8 @@
 
 #include <string>
 
+#include "memkit/replay.hpp"
 #include "memkit/trace.hpp"
-#include "trace/replay.hpp"
 
 namespace memkit::trace {
 namespace {

@@ -1,14 +1,14 @@
 // The replay engine: peak live from the trace, statistics from the allocator, and the
 // minimum-capacity bisection.
-#include "trace/replay.hpp"
+#include "memkit/replay.hpp"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 
+#include "memkit/report_html.hpp"
 #include "memkit/trace.hpp"
-#include "trace/report_html.hpp"
 
 namespace memkit::trace {
 namespace {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "memkit/pytorch_snapshot.hpp"
+#include "memkit/replay.hpp"
 #include "memkit/trace.hpp"
+#include "memkit/write_csv.hpp"
 #include "trace/pickle.hpp"
-#include "trace/pytorch_snapshot.hpp"
-#include "trace/replay.hpp"
-#include "trace/write_csv.hpp"
 
 namespace memkit::trace {
 namespace {

@@ -64,7 +64,7 @@ TEST_P(vulkan, facts_follow_the_device_limits_and_heaps) {
       report.has_budget ? "on" : "absent");
   EXPECT_EQ(f.name, "vulkan:" + l.device_name);
   EXPECT_FALSE(f.unified);
-  EXPECT_EQ(f.webgpu_rules, GetParam());
+  EXPECT_EQ(device_->follows_webgpu_rules(), GetParam());
   EXPECT_GT(f.max_buffer, 0u);
   EXPECT_LE(f.max_buffer, l.max_storage_buffer_range);
   EXPECT_EQ(f.max_buffer % f.granularity, 0u);

@@ -23,13 +23,14 @@
 #include <vector>
 
 #include "memkit/backend.hpp"
+#include "memkit/device_data.hpp"
 
 namespace memkit {
 
 // A backend call that failed because the schedule said so.
-class injected_fault : public std::runtime_error {
+class injected_fault : public error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::error;
 };
 
 struct fault_schedule {
@@ -70,7 +71,8 @@ struct fault_counters {
   std::uint64_t get_faults() const noexcept { return segment_faults + vm_faults; }
 };
 
-class fault_injection_adaptor final : public backend {
+// Transfers and kernels (the data interface) pass through to the upstream, never failed.
+class fault_injection_adaptor final : public backend, public forwarded_data {
  public:
   explicit fault_injection_adaptor(backend& upstream, fault_injection_options options = {});
 
@@ -81,7 +83,6 @@ class fault_injection_adaptor final : public backend {
   std::uint64_t get_completed(queue_id queue) const override;
   void wait(fence f) override;
   void set_wired_limit(std::size_t bytes) override;
-  void* get_host_pointer(address_t address) const override;
   address_t reserve_range(std::size_t bytes) override;
   void release_range(address_t base, std::size_t bytes) override;
   page_id create_page(std::size_t bytes) override;
@@ -89,20 +90,6 @@ class fault_injection_adaptor final : public backend {
   void map(address_t at, page_id page, std::size_t bytes) override;
   void set_access(address_t at, std::size_t bytes) override;
   void unmap(address_t at, std::size_t bytes) override;
-  void copy_to_device(address_t dst, const void* src, std::size_t host_bytes, queue_id queue,
-                      element_conversion conversion = element_conversion::none) override {
-    upstream_.copy_to_device(dst, src, host_bytes, queue, conversion);
-  }
-  void copy_to_host(void* dst, address_t src, std::size_t host_bytes, queue_id queue,
-                    element_conversion conversion = element_conversion::none) override {
-    upstream_.copy_to_host(dst, src, host_bytes, queue, conversion);
-  }
-  void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override {
-    upstream_.fill(dst, bytes, pattern, queue);
-  }
-  void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override {
-    upstream_.copy(dst, src, bytes, queue);
-  }
 
   // Replace a schedule; its call count starts again at 0.
   void set_segment_schedule(fault_schedule schedule);

@@ -30,6 +30,7 @@
 #include "memkit/allocator.hpp"
 #include "memkit/arrays/aliasing.hpp"  // access: read, write (every byte), read_write
 #include "memkit/arrays/layout.hpp"
+#include "memkit/device_data.hpp"
 
 namespace memkit::arrays {
 
@@ -59,6 +60,8 @@ class buffer;
 
 class buffer_allocator {
  public:
+  // Throws invalid_argument where the allocator's backend has no data interface
+  // (memkit/device_data.hpp).
   explicit buffer_allocator(allocator& memory, buffer_allocator_options options = {});
   buffer_allocator(const buffer_allocator&) = delete;
   buffer_allocator& operator=(const buffer_allocator&) = delete;
@@ -77,7 +80,8 @@ class buffer_allocator {
  private:
   friend class buffer;
   allocator& memory_;
-  backend& device_;
+  backend& device_;    // memory: facts, queues and fences
+  device_data& data_;  // data: transfers and the host view
   storage_rules rules_;
   mutable std::mutex mutex_;  // guards statistics_; never held across a backend call
   buffer_statistics statistics_;

@@ -2,8 +2,8 @@
 // memory lives in, and the backend's aliasing rule.
 //
 // Buffers. The context takes buffers from the allocator (each one memkit
-// allocation) and places handles inside them with its own offset arithmetic (the
-// placement layer's free index), best fit over every buffer a placement may use.
+// allocation) and places handles inside them with the placement layer's sub-range
+// placer (the segment pools' own), best fit over every buffer a placement may use.
 // Every free range knows its buffer, so a placement can exclude buffers: under
 // the WebGPU rule a kernel's writable bindings never land in a buffer that one of
 // its read-only bindings uses, and the reverse.
@@ -90,9 +90,9 @@ class context {
   // Gives every empty buffer back to the allocator.
   void trim();
 
-  detail::context_state& get_state() const noexcept { return *state_; }
-
  private:
+  friend class encoder;
+  detail::context_state& get_state() const noexcept { return *state_; }
   std::unique_ptr<detail::context_state> state_;
 };
 

@@ -23,6 +23,8 @@
 namespace memkit::arrays {
 
 using handle_id = std::uint64_t;
+class context;
+class encoder;
 
 namespace detail {
 struct context_state;
@@ -88,11 +90,11 @@ class handle {
   // Where the bytes are, once bound (takes the context's lock).
   std::optional<buffer_range> get_range() const;
 
-  detail::handle_state* get_state() const noexcept { return state_; }
-
  private:
   friend class context;
+  friend class encoder;
   explicit handle(detail::handle_state* state) noexcept : state_(state) {}
+  detail::handle_state* get_state() const noexcept { return state_; }
   detail::handle_state* state_ = nullptr;
 };
 

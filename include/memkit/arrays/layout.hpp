@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "memkit/backend.hpp"
+#include "memkit/device_data.hpp"
 
 namespace memkit::arrays {
 
@@ -47,8 +48,8 @@ struct storage_rules {
 inline constexpr std::size_t kWebgpuOffsetAlignment = 256;
 storage_rules get_native_rules(const device_facts& facts) noexcept;
 storage_rules get_webgpu_rules(const device_facts& facts) noexcept;
-// The rules the device reports (device_facts::webgpu_rules picks WebGPU's).
-storage_rules get_storage_rules(const device_facts& facts) noexcept;
+// The rules the device follows: WebGPU's where its data interface says so.
+storage_rules get_storage_rules(const device_facts& facts, const device_data& data) noexcept;
 
 // How one dtype is stored under one set of rules.
 struct storage_layout {

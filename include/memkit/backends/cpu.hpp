@@ -3,10 +3,11 @@
 #pragma once
 
 #include "memkit/backend.hpp"
+#include "memkit/device_data.hpp"
 
 namespace memkit {
 
-class cpu_backend final : public backend {
+class cpu_backend final : public backend, public device_data {
  public:
   cpu_backend();
   const device_facts& get_facts() const noexcept override { return facts_; }

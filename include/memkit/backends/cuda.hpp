@@ -27,17 +27,17 @@
 #include <string>
 
 #include "memkit/backend.hpp"
-#include "memkit/devices.hpp"
-#include "memkit/sharing.hpp"
+#include "memkit/capabilities.hpp"
+#include "memkit/device_data.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
 namespace memkit {
 
 // A CUDA call failed for a reason other than running out of memory.
-class cuda_error : public std::runtime_error {
+class cuda_error : public error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::error;
 };
 
 enum class cuda_memory {
@@ -82,7 +82,10 @@ struct cuda_availability {
 };
 cuda_availability check_cuda_device(int device = 0);
 
-class cuda_backend final : public backend, public peer_access, public memory_sharing {
+class cuda_backend final : public backend,
+                           public device_data,
+                           public peer_access,
+                           public memory_sharing {
  public:
   // Throws cuda_error when the device cannot be used (check_cuda_device says why).
   explicit cuda_backend(cuda_options options = {});
@@ -140,9 +143,8 @@ class cuda_backend final : public backend, public peer_access, public memory_sha
   int get_device() const noexcept;
   cuda_counters get_counters() const;
 
-  struct state;
-
  private:
+  struct state;
   std::unique_ptr<state> state_;
 };
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "memkit/backend.hpp"
-#include "memkit/devices.hpp"
-#include "memkit/sharing.hpp"
+#include "memkit/capabilities.hpp"
+#include "memkit/device_data.hpp"
 
 namespace memkit {
 
@@ -84,7 +84,10 @@ struct sim_counters {
   std::uint64_t imports_closed = 0;
 };
 
-class sim_backend final : public backend, public peer_access, public memory_sharing {
+class sim_backend final : public backend,
+                          public device_data,
+                          public peer_access,
+                          public memory_sharing {
  public:
   explicit sim_backend(sim_options options = {});
   ~sim_backend() override;

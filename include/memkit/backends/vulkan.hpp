@@ -13,13 +13,20 @@
 #include <vector>
 
 #include "memkit/backend.hpp"
+#include "memkit/device_data.hpp"
 
 namespace memkit {
 
 // No Vulkan 1.2 device with compute and timeline semaphores here; what() says why.
-class vulkan_unavailable : public std::runtime_error {
+class vulkan_unavailable : public unavailable {
  public:
-  using std::runtime_error::runtime_error;
+  using unavailable::unavailable;
+};
+
+// A Vulkan call failed.
+class vulkan_error : public error {
+ public:
+  using error::error;
 };
 
 struct vulkan_options {
@@ -76,7 +83,7 @@ struct vulkan_counters {
   std::uint64_t segments = 0;  // live device buffers
 };
 
-class vulkan_backend final : public backend {
+class vulkan_backend final : public backend, public device_data {
  public:
   // Throws vulkan_unavailable when no suitable device is present.
   explicit vulkan_backend(vulkan_options options = {});
@@ -96,6 +103,7 @@ class vulkan_backend final : public backend {
                     element_conversion conversion = element_conversion::none) override;
   void fill(address_t dst, std::size_t bytes, std::uint32_t pattern, queue_id queue) override;
   void copy(address_t dst, address_t src, std::size_t bytes, queue_id queue) override;
+  bool follows_webgpu_rules() const noexcept override;  // vulkan_options::webgpu_compatible
 
   const vulkan_limits& get_limits() const noexcept;
   vulkan_memory_report calculate_memory_report() const;  // heaps' budgets read now
@@ -108,9 +116,8 @@ class vulkan_backend final : public backend {
   std::uint64_t get_validation_messages() const noexcept;
   std::vector<std::string> get_validation_log() const;
 
-  struct state;
-
  private:
+  struct state;
   std::unique_ptr<state> state_;
   device_facts facts_;
 };

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/helpers.hpp"
 #include "memkit/backends/cpu.hpp"
 
 namespace memkit {
@@ -26,7 +27,7 @@ cpu_backend::cpu_backend() {
 }
 
 address_t cpu_backend::allocate_segment(std::size_t bytes) {
-  void* p = std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage);
+  void* p = std::aligned_alloc(kPage, common::round_up(bytes, kPage));
   return reinterpret_cast<address_t>(p);
 }
 

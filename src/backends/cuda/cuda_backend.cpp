@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backends/cuda/cuda_state.hpp"
+#include "common/helpers.hpp"
 #include "memkit/errors.hpp"
 
 namespace memkit {
@@ -58,40 +59,40 @@ const char* describe(cuda_memory memory) {
   return "";
 }
 
+}  // namespace
+
 // Finds the driver and the device's virtual-memory granularity; false when the
 // device or driver cannot do virtual memory.
-bool set_up_virtual_memory(cuda_backend::state& s) {
+bool cuda_backend::state::set_up_virtual_memory() {
   std::string why;
   const cuda_detail::driver_api* api = cuda_detail::get_driver_api(&why);
   if (!api) return false;
   int supported = 0;
   if (api->device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-                                s.options.device) != CUDA_SUCCESS ||
+                                options.device) != CUDA_SUCCESS ||
       !supported) {
     return false;
   }
-  s.page_properties.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  s.page_properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  s.page_properties.location.id = s.options.device;
-  if (s.options.exportable || s.memory == cuda_memory::communication) {
-    s.page_properties.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  page_properties.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  page_properties.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  page_properties.location.id = options.device;
+  if (options.exportable || memory == cuda_memory::communication) {
+    page_properties.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   }
   std::size_t granularity = 0;
-  if (api->mem_get_allocation_granularity(&granularity, &s.page_properties,
+  if (api->mem_get_allocation_granularity(&granularity, &page_properties,
                                           CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
       granularity == 0) {
     return false;
   }
   CUmemAccessDesc own{};
-  own.location = s.page_properties.location;
+  own.location = page_properties.location;
   own.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  s.access.assign(1, own);
-  s.facts.granularity = (kSegmentGranularity + granularity - 1) / granularity * granularity;
-  s.driver = api;
+  access.assign(1, own);
+  facts.granularity = common::round_up(kSegmentGranularity, granularity);
+  driver = api;
   return true;
 }
-
-}  // namespace
 
 cuda_availability check_cuda_device(int device) {
   int count = 0;
@@ -141,7 +142,7 @@ cuda_backend::cuda_backend(cuda_options options) : state_(std::make_unique<state
   f.unified = s.memory == cuda_memory::unified || s.memory == cuda_memory::pinned_host;
   const bool mapped_memory =
       s.memory == cuda_memory::device || s.memory == cuda_memory::communication;
-  const bool virtual_memory = mapped_memory && set_up_virtual_memory(s);
+  const bool virtual_memory = mapped_memory && s.set_up_virtual_memory();
   if (s.memory == cuda_memory::communication && !virtual_memory) {
     throw cuda_error(
         "[memkit::cuda_backend] communication memory needs virtual memory management, "

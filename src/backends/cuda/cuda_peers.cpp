@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "backends/cuda/cuda_state.hpp"
+#include "common/helpers.hpp"
 #include "memkit/errors.hpp"
 
 namespace memkit {
@@ -39,7 +40,7 @@ std::vector<CUmemAccessDesc> cuda_backend::state::get_access() const {
 address_t cuda_backend::state::allocate_communication_segment(std::size_t bytes) {
   const cuda_detail::driver_api& api = *driver;
   const std::size_t g = facts.granularity;
-  bytes = (bytes + g - 1) / g * g;
+  bytes = common::round_up(bytes, g);
   cuda_detail::device_scope scope(options.device);
   CUmemGenericAllocationHandle handle = 0;
   CUresult result = api.mem_create(&handle, bytes, &page_properties, 0);

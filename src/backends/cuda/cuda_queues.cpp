@@ -9,17 +9,13 @@ namespace memkit {
 
 using cuda_detail::throw_cuda_error;
 
-namespace {
-
-void check_queue(const cuda_backend::state& s, queue_id queue, const char* function) {
-  if (queue >= s.options.queue_count) [[unlikely]] {
+void cuda_backend::state::check_queue(queue_id queue, const char* function) const {
+  if (queue >= options.queue_count) [[unlikely]] {
     throw invalid_argument(std::string("[memkit::cuda_backend::") + function + "] queue " +
                            std::to_string(queue) + " does not exist; the backend has " +
-                           std::to_string(s.options.queue_count));
+                           std::to_string(options.queue_count));
   }
 }
-
-}  // namespace
 
 queue_id cuda_backend::get_queue(CUstream_st* stream) {
   state& s = *state_;
@@ -50,13 +46,13 @@ queue_id cuda_backend::get_queue(CUstream_st* stream) {
 }
 
 CUstream_st* cuda_backend::get_stream(queue_id queue) const {
-  check_queue(*state_, queue, "get_stream");
+  state_->check_queue(queue, "get_stream");
   return state_->streams[queue].load(std::memory_order_acquire);
 }
 
 std::uint64_t cuda_backend::get_submitted(queue_id queue) {
   state& s = *state_;
-  check_queue(s, queue, "get_submitted");
+  s.check_queue(queue, "get_submitted");
   cuda_detail::device_scope scope(s.options.device);
   std::lock_guard lock(s.fence_mutex);
   cudaEvent_t event = nullptr;
@@ -81,7 +77,7 @@ std::uint64_t cuda_backend::get_submitted(queue_id queue) {
 
 std::uint64_t cuda_backend::get_completed(queue_id queue) const {
   const state& s = *state_;
-  check_queue(s, queue, "get_completed");
+  s.check_queue(queue, "get_completed");
   std::lock_guard lock(s.fence_mutex);
   cuda_detail::queue_fences& qf = s.queues[queue];
   while (!qf.pending.empty()) {
@@ -99,7 +95,7 @@ std::uint64_t cuda_backend::get_completed(queue_id queue) const {
 
 void cuda_backend::wait(fence f) {
   state& s = *state_;
-  check_queue(s, f.queue, "wait");
+  s.check_queue(f.queue, "wait");
   cudaEvent_t event = nullptr;
   std::uint64_t value = 0;
   {

@@ -118,6 +118,16 @@ struct cuda_backend::state {
   std::vector<CUmemAccessDesc> get_access() const;
   address_t allocate_communication_segment(std::size_t bytes);
   void free_communication_segment(address_t base);
+
+  // Finds the driver and the device's virtual-memory granularity; false when the
+  // device or driver cannot do virtual memory (cuda_backend.cpp).
+  bool set_up_virtual_memory();
+  // Checks that name the backend's function in their errors.
+  void check_queue(queue_id queue, const char* function) const;  // cuda_queues.cpp
+  // The driver, where virtual memory works (cuda_virtual_memory.cpp).
+  const cuda_detail::driver_api& require_driver(const char* function) const;
+  void check_driver(const char* function, const char* call, CUresult result) const;
+  void check_granular(const char* function, const char* what, std::size_t value) const;
 };
 
 }  // namespace memkit

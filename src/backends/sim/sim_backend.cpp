@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/helpers.hpp"
 #include "memkit/backends/sim.hpp"
 #include "memkit/errors.hpp"
 
@@ -42,7 +43,7 @@ address_t sim_backend::allocate_segment(std::size_t bytes) {
   const std::size_t g = std::max<std::size_t>(facts_.granularity, facts_.alignment);
   const address_t address = next_address_;
   // Leave a gap of one unit so that adjacent segments are never contiguous.
-  next_address_ += (bytes + g - 1) / g * g + g;
+  next_address_ += common::round_up(bytes, g) + g;
   segments_.emplace(address, bytes);
   counters_.segment_allocs++;
   counters_.reserved_bytes += bytes;

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <string>
 
+#include "common/helpers.hpp"
 #include "memkit/backends/sim.hpp"
 #include "memkit/errors.hpp"
 
@@ -44,7 +45,7 @@ address_t sim_backend::reserve_range(std::size_t bytes) {
   const std::size_t unit = std::max<std::size_t>(g, facts_.alignment);
   if (bytes > ~address_t{0} - next_address_ - 2 * unit) return 0;
   const address_t base = next_address_;
-  next_address_ += (bytes + g + unit - 1) / unit * unit;
+  next_address_ += common::round_up(bytes + g, unit);
   ranges_.push_back({base, bytes, {}});
   counters_.ranges_reserved++;
   counters_.simulated_ns += options_.reserve_ns;

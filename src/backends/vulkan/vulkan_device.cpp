@@ -14,32 +14,6 @@ namespace {
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 constexpr std::size_t kLoggedMessages = 16;
 
-VKAPI_ATTR VkBool32 VKAPI_CALL count_message(VkDebugUtilsMessageSeverityFlagBitsEXT,
-                                             VkDebugUtilsMessageTypeFlagsEXT,
-                                             const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                             void* user) {
-  auto* s = static_cast<vulkan_backend::state*>(user);
-  s->validation_messages++;
-  std::lock_guard lock(s->log_mutex);
-  if (s->validation_log.size() < kLoggedMessages) {
-    s->validation_log.emplace_back(data && data->pMessage ? data->pMessage : "(no text)");
-  }
-  return VK_FALSE;
-}
-
-VkDebugUtilsMessengerCreateInfoEXT describe_messenger(vulkan_backend::state* s) {
-  VkDebugUtilsMessengerCreateInfoEXT info{};
-  info.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
-  info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-  info.pfnUserCallback = count_message;
-  info.pUserData = s;
-  return info;
-}
-
 bool has_layer(const char* name) {
   std::uint32_t count = 0;
   if (vkEnumerateInstanceLayerProperties(&count, nullptr) != VK_SUCCESS) return false;
@@ -107,6 +81,31 @@ std::string check_device(VkPhysicalDevice physical, std::uint32_t& family) {
 
 }  // namespace
 
+VKAPI_ATTR VkBool32 VKAPI_CALL vulkan_backend::state::count_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
+    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* s = static_cast<state*>(user);
+  s->validation_messages++;
+  std::lock_guard lock(s->log_mutex);
+  if (s->validation_log.size() < kLoggedMessages) {
+    s->validation_log.emplace_back(data && data->pMessage ? data->pMessage : "(no text)");
+  }
+  return VK_FALSE;
+}
+
+VkDebugUtilsMessengerCreateInfoEXT vulkan_backend::state::describe_messenger() {
+  VkDebugUtilsMessengerCreateInfoEXT info{};
+  info.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
+  info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  info.pfnUserCallback = count_message;
+  info.pUserData = this;
+  return info;
+}
+
 void vulkan_backend::state::create_instance() {
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
@@ -126,7 +125,7 @@ void vulkan_backend::state::create_instance() {
   app.pApplicationName = "memkit";
   app.pEngineName = "memkit";
   app.apiVersion = VK_API_VERSION_1_2;
-  VkDebugUtilsMessengerCreateInfoEXT messenger_info = describe_messenger(this);
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info = describe_messenger();
   VkInstanceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
   info.pApplicationInfo = &app;
@@ -269,7 +268,6 @@ device_facts vulkan_backend::state::describe() const {
   facts.queue_count = 1;
   facts.unified = false;
   facts.virtual_memory = false;
-  facts.webgpu_rules = options.webgpu_compatible;
   return facts;
 }
 
@@ -365,6 +363,10 @@ vulkan_counters vulkan_backend::get_counters() const {
 
 bool vulkan_backend::is_validation_on() const noexcept { return state_->validation_on; }
 std::string vulkan_backend::get_validation_note() const { return state_->validation_note; }
+bool vulkan_backend::follows_webgpu_rules() const noexcept {
+  return state_->options.webgpu_compatible;
+}
+
 std::uint64_t vulkan_backend::get_validation_messages() const noexcept {
   return state_->validation_messages.load();
 }
@@ -375,8 +377,8 @@ std::vector<std::string> vulkan_backend::get_validation_log() const {
 
 void check_vulkan(VkResult result, const char* function, const char* call) {
   if (result != VK_SUCCESS) {
-    throw std::runtime_error(std::string("[memkit::") + function + "] " + call +
-                             " failed: " + get_result_name(result));
+    throw vulkan_error(std::string("[memkit::") + function + "] " + call +
+                       " failed: " + get_result_name(result));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "backends/vulkan/vulkan_state.hpp"
+#include "common/helpers.hpp"
 #include "memkit/errors.hpp"
 
 namespace memkit {
@@ -128,7 +129,7 @@ address_t vulkan_backend::allocate_segment(std::size_t bytes) {
   std::lock_guard lock(s.mutex);
   const address_t address = s.next_address;
   const std::size_t g = facts_.granularity;
-  s.next_address += (bytes + g - 1) / g * g + g;
+  s.next_address += common::round_up(bytes, g) + g;
   s.segments.emplace(address, segment);
   return address;
 }

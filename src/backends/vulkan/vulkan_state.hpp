@@ -18,7 +18,7 @@
 
 namespace memkit {
 
-// Throws runtime_error "[memkit::vulkan_backend::<function>] <call> failed: <result>".
+// Throws vulkan_error "[memkit::vulkan_backend::<function>] <call> failed: <result>".
 void check_vulkan(VkResult result, const char* function, const char* call);
 const char* get_result_name(VkResult result);
 
@@ -81,6 +81,11 @@ struct vulkan_backend::state {
   vulkan_counters counters;
 
   // vulkan_device.cpp
+  // The messenger's callback counts what validation reports, into this state.
+  static VKAPI_ATTR VkBool32 VKAPI_CALL
+  count_message(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
+                const VkDebugUtilsMessengerCallbackDataEXT* data, void* user);
+  VkDebugUtilsMessengerCreateInfoEXT describe_messenger();
   void create_instance();
   void choose_device();
   void create_device();

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-namespace memkit::pools {
+namespace memkit::placement {
 
 template <class T>
 class node_pool {
@@ -31,4 +31,4 @@ class node_pool {
   std::vector<std::unique_ptr<T[]>> chunks_;
 };
 
-}  // namespace memkit::pools
+}  // namespace memkit::placement

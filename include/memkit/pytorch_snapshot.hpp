@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/replay.hpp"
+#include "memkit/replay.hpp"
 
 namespace memkit::trace {
 

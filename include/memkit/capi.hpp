@@ -1,35 +1,58 @@
-// memkit::statistics as the C API's memkit_statistics: one conversion for the C
-// API and the PyTorch library, so a field added to one reaches both.
+// The C API (memkit/memkit.h) seen from C++: what a library that speaks the C API
+// beside the C++ one (the C API itself, the PyTorch library, the Python package)
+// needs to answer in its terms, written once: the status of a failure, and the C
+// structs made from the C++ values and back. Defined in src/capi/.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
+#include "memkit/allocator.hpp"
+#include "memkit/errors.hpp"
 #include "memkit/memkit.h"
 #include "memkit/statistics.hpp"
 
 namespace memkit::capi {
 
-inline memkit_statistics to_c_statistics(const statistics& s) {
-  return memkit_statistics{s.active_bytes,
-                           s.peak_active_bytes,
-                           s.requested_bytes,
-                           s.peak_requested_bytes,
-                           s.cached_bytes,
-                           s.reserved_bytes,
-                           s.peak_reserved_bytes,
-                           s.allocations,
-                           s.frees,
-                           s.cache_hits,
-                           s.backend_allocations,
-                           s.backend_frees,
-                           s.retries,
-                           s.out_of_memory,
-                           s.live_blocks,
-                           s.segments,
-                           s.maps,
-                           s.unmaps};
+// What a failed call tells its C caller.
+struct failure {
+  memkit_status status = MEMKIT_INTERNAL_ERROR;
+  const char* message = "";          // the exception's: valid while it is being handled
+  out_of_memory::details details{};  // out_of_memory's; zeros for the others
+};
+
+// The failure of the exception being handled: call it from a catch block. The one
+// mapping of exceptions to statuses: out_of_memory (and the host's std::bad_alloc)
+// MEMKIT_OUT_OF_MEMORY, invalid_argument MEMKIT_INVALID_ARGUMENT, unavailable
+// MEMKIT_UNAVAILABLE, anything else MEMKIT_INTERNAL_ERROR.
+failure get_current_failure() noexcept;
+
+// Runs f: MEMKIT_OK, or the status of what it threw, after on_failure(failure),
+// which runs while the exception is handled (its message is valid there).
+template <class F, class OnFailure>
+memkit_status run_guarded(F&& f, OnFailure&& on_failure) noexcept {
+  try {
+    f();
+    return MEMKIT_OK;
+  } catch (...) {
+    const failure failed = get_current_failure();
+    on_failure(failed);
+    return failed.status;
+  }
 }
+
+// memkit_allocator_options as allocator_options, checked: a bad value throws
+// invalid_argument naming `function`.
+allocator_options to_options(const memkit_allocator_options& c, const char* function);
+
+// memkit::statistics as memkit_statistics, field by field.
+memkit_statistics to_c_statistics(const statistics& s);
+
+// memkit_snapshot from the allocator's segments: three allocations, given back
+// together by destroy_c_snapshot.
+memkit_snapshot* make_c_snapshot(const std::vector<segment_view>& views);
+void destroy_c_snapshot(memkit_snapshot* snapshot) noexcept;
 
 // The fields of memkit_statistics by name, in the struct's order: the Python package
 // and the PyTorch library's memkit_torch_statistics_fields() name them from here.
