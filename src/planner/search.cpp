@@ -53,6 +53,55 @@ std::uint64_t luby(std::uint64_t k) {
   }
 }
 
+// Range add and range maximum over a fixed array, in O(log n) each (a segment tree with
+// pending additions).
+class max_tree {
+ public:
+  explicit max_tree(const std::vector<std::int64_t>& values) : n_(values.size()) {
+    size_ = 1;
+    while (size_ < n_) size_ *= 2;
+    max_.assign(2 * size_, std::numeric_limits<std::int64_t>::min());
+    add_.assign(2 * size_, 0);
+    for (std::size_t i = 0; i < n_; ++i) max_[size_ + i] = values[i];
+    for (std::size_t i = size_ - 1; i >= 1; --i) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
+  }
+  // Adds v to positions [from, to).
+  void add(std::size_t from, std::size_t to, std::int64_t v) { add(1, 0, size_, from, to, v); }
+  // The largest value in [from, to); the lowest int64 when empty.
+  std::int64_t get_max(std::size_t from, std::size_t to) const {
+    return get_max(1, 0, size_, from, to);
+  }
+
+ private:
+  void add(std::size_t node, std::size_t lo, std::size_t hi, std::size_t from, std::size_t to,
+           std::int64_t v) {
+    if (to <= lo || hi <= from) return;
+    if (from <= lo && hi <= to) {
+      max_[node] += v;
+      add_[node] += v;
+      return;
+    }
+    const std::size_t mid = (lo + hi) / 2;
+    add(2 * node, lo, mid, from, to, v);
+    add(2 * node + 1, mid, hi, from, to, v);
+    max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
+  }
+  std::int64_t get_max(std::size_t node, std::size_t lo, std::size_t hi, std::size_t from,
+                       std::size_t to) const {
+    if (to <= lo || hi <= from) return std::numeric_limits<std::int64_t>::min();
+    if (from <= lo && hi <= to) return max_[node];
+    const std::size_t mid = (lo + hi) / 2;
+    const std::int64_t below =
+        std::max(get_max(2 * node, lo, mid, from, to), get_max(2 * node + 1, mid, hi, from, to));
+    return below == std::numeric_limits<std::int64_t>::min() ? below : below + add_[node];
+  }
+
+  std::size_t n_;
+  std::size_t size_;
+  std::vector<std::int64_t> max_;  // of the subtree, its pending additions included
+  std::vector<std::int64_t> add_;  // added to the whole subtree, not yet to its children
+};
+
 // Of members[begin, end) (one group, sorted by lower), the buffers to stack at the
 // bottom first. A buffer at the bottom leaves its bytes empty while it is dead, so
 // it may go there when, at every moment it is dead, the bytes live plus those of
@@ -60,7 +109,8 @@ std::uint64_t luby(std::uint64_t k) {
 // still be planned as low as LOAD above the stack. A buffer live over the group's
 // whole span always qualifies; long-lived ones often do, and taking them out lets
 // the rest split where only they crossed (a generate loop's two lasting buffers
-// held its 677k buffers in one part). Longest lives are tried first, 64 at most.
+// held its 677k buffers in one part). Buffers live over at least half the group are
+// tried, longest first.
 std::vector<bool> calculate_bottom_stack(const std::vector<buffer>& buffers,
                                          const std::vector<std::size_t>& members, std::size_t begin,
                                          std::size_t end) {
@@ -90,33 +140,33 @@ std::vector<bool> calculate_bottom_stack(const std::vector<buffer>& buffers,
     if (m > 0) level[m] += level[m - 1];
     load = std::max(load, level[m]);
   }
-  // Candidates: the longest lives.
-  constexpr std::size_t kCandidates = 64;
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  const std::size_t considered = std::min(n, kCandidates);
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(considered),
-                    order.end(), [&](std::size_t x, std::size_t y) {
-                      const buffer& a = buffers[members[begin + x]];
-                      const buffer& b = buffers[members[begin + y]];
-                      if (a.upper - a.lower != b.upper - b.lower)
-                        return a.upper - a.lower > b.upper - b.lower;
-                      return x < y;
-                    });
-  // level[m] grows by the size of every stacked buffer dead at moment m.
-  for (std::size_t c = 0; c < considered; ++c) {
-    const buffer& b = buffers[members[begin + order[c]]];
+  // Candidates: the buffers live over at least half the group's span, longest first.
+  const std::int64_t span = moments.back() - moments.front();
+  std::vector<std::size_t> order;
+  for (std::size_t x = 0; x < n; ++x) {
+    const buffer& b = buffers[members[begin + x]];
+    if (2 * (b.upper - b.lower) >= span) order.push_back(x);
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    const buffer& a = buffers[members[begin + x]];
+    const buffer& b = buffers[members[begin + y]];
+    if (a.upper - a.lower != b.upper - b.lower) return a.upper - a.lower > b.upper - b.lower;
+    return x < y;
+  });
+  // The levels of the sections between moments, each grown by the size of every
+  // stacked buffer dead there.
+  const std::size_t sections = moments.size() - 1;
+  level.resize(sections);
+  max_tree levels(level);
+  for (const std::size_t x : order) {
+    const buffer& b = buffers[members[begin + x]];
     const std::size_t first = index_of(b.lower), last = index_of(b.upper);
-    bool fits = true;
-    for (std::size_t m = 0; m < moments.size() - 1 && fits; ++m) {
-      if (m >= first && m < last) continue;
-      fits = level[m] + b.size <= load;
-    }
-    if (!fits) continue;
-    bottom[order[c]] = true;
-    for (std::size_t m = 0; m < moments.size() - 1; ++m) {
-      if (m < first || m >= last) level[m] += b.size;
-    }
+    const std::int64_t highest_dead =
+        std::max(levels.get_max(0, first), levels.get_max(last, sections));
+    if (highest_dead + b.size > load) continue;
+    bottom[x] = true;
+    levels.add(0, first, b.size);
+    levels.add(last, sections, b.size);
   }
   return bottom;
 }
