@@ -2,9 +2,8 @@
 // includes them links nothing for them.
 #pragma once
 
-#include <array>
-#include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -20,10 +19,9 @@ constexpr Integer round_up(Integer value, std::type_identity_t<Integer> unit) {
 
 // A number as 0x followed by lowercase hex digits, as messages show addresses.
 inline std::string hex(std::uint64_t value) {
-  std::array<char, 16> digits{};
-  const auto [end, error] = std::to_chars(digits.data(), digits.data() + digits.size(), value, 16);
-  static_cast<void>(error);  // 16 digits hold every 64-bit value
-  return "0x" + std::string(digits.data(), end);
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
 }
 
 // Text without the blanks around it: spaces and tabs before, and line ends after.
