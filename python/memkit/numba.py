@@ -15,6 +15,25 @@ from numba.cuda import GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo,
 from . import _cuda
 
 
+def _device_pointer(address):
+    """The pointer type Numba's driver works with: the NVIDIA binding's CUdeviceptr
+    where Numba uses that binding (numba-cuda does by default, and takes int() of the
+    pointer), else a ctypes integer."""
+    try:
+        from numba.cuda.cudadrv import driver
+    except ImportError:
+        driver = None
+    use_binding = getattr(driver, "USE_NV_BINDING", None)
+    if use_binding is None:
+        use_binding = getattr(config, "CUDA_USE_NVIDIA_BINDING", False)
+    if use_binding:
+        binding = getattr(driver, "binding", None)
+        if binding is None:
+            from cuda import cuda as binding
+        return binding.CUdeviceptr(address)
+    return ctypes.c_uint64(address)
+
+
 def _finalizer(device, address):
     # Without a reference to the manager: Numba keeps finalizers past its lifetime.
     def finalize():
@@ -33,12 +52,7 @@ class MemkitCUDAMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
     def memalloc(self, size):
         device = self.context.device.id
         address = _cuda.allocate(device, size, 0)
-        if getattr(config, "CUDA_USE_NVIDIA_BINDING", False):
-            from cuda.cuda import CUdeviceptr
-            pointer = CUdeviceptr(address)
-        else:
-            pointer = ctypes.c_uint64(address)
-        return MemoryPointer(self.context, pointer, size,
+        return MemoryPointer(self.context, _device_pointer(address), size,
                              finalizer=_finalizer(device, address))
 
     def get_memory_info(self):
