@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "common/helpers.hpp"
 #include "memkit/errors.hpp"
 
 namespace memkit {
@@ -27,8 +28,6 @@ constexpr std::size_t kWindowPageScan = 4096;
 // pages move, a wait for some of them need not wait for all the work queued since.
 constexpr std::uint32_t kFencesAfterMoves = 4096;
 constexpr std::size_t kMinPageBytes = 4096;
-
-std::size_t align_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
 
 std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
   return static_cast<std::uint32_t>(offset / page_size);
@@ -89,7 +88,8 @@ std::unique_ptr<arena> arena::create(backend& device, const device_facts& facts,
                                      const fence_tracker& fences, double slack) {
   // At least 4 KiB a page: a finer granularity (the simulator takes any) would
   // only multiply the page map's entries and the map calls.
-  const std::size_t g = align_up(kMinPageBytes, std::max<std::size_t>(facts.granularity, 1));
+  const std::size_t g =
+      common::round_up(kMinPageBytes, std::max<std::size_t>(facts.granularity, 1));
   // Eight times the device's memory in addresses: fragmentation in addresses is
   // free as long as a large block still finds a contiguous range.
   // Pages are numbered in 32 bits (placement::page_map), bytes in 64.
@@ -98,7 +98,8 @@ std::unique_ptr<arena> arena::create(backend& device, const device_facts& facts,
   pages = std::min({pages, kMaxPages / 8, std::numeric_limits<std::size_t>::max() / 8 / g}) * 8;
   std::size_t bytes = pages * g;
   address_t base = 0;
-  while (bytes >= g && (base = device.reserve_range(bytes)) == 0) bytes = align_up(bytes / 2, g);
+  while (bytes >= g && (base = device.reserve_range(bytes)) == 0)
+    bytes = common::round_up(bytes / 2, g);
   if (base == 0) return nullptr;  // no addresses: large blocks use segments
   return std::make_unique<arena>(device, fences, slack, base, bytes, g);
 }
@@ -161,7 +162,7 @@ void arena::merge_unmerged() {
 }
 
 void arena::make_region(queue_id queue) {
-  const std::size_t bytes = align_up(loop_.get_region_bytes(), page_size_);
+  const std::size_t bytes = common::round_up(loop_.get_region_bytes(), page_size_);
   // Page-aligned, so that the plan's blocks share pages only with each other.
   // It is made at the loop's cut, where the blocks of the repetition before have
   // gone: where their pages are most mapped, few need to move.
@@ -172,7 +173,7 @@ void arena::make_region(queue_id queue) {
   loop_.set_region_ready();
   auto region = std::make_unique<plan_region>(fences_.get_safe_serials());
   region->placeholder = place;
-  const std::size_t start = align_up(place->offset, page_size_);
+  const std::size_t start = common::round_up(place->offset, page_size_);
   region->pool.set_index_by_address(true);
   region->pool.add_free_segment(base_ + start, bytes);
   region->pool.set_page_size(page_size_);
