@@ -27,13 +27,6 @@
 namespace memkit::planner::detail {
 namespace {
 
-std::uint64_t mix64(std::uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 constexpr std::size_t kFailedStateSlots = std::size_t{1} << 20;
 // Pairs of buffers live at the same time that a part may have to be searched: the
 // search keeps them as adjacency lists (8 bytes a pair), and a part denser than

@@ -12,6 +12,14 @@
 
 namespace memkit::planner::detail {
 
+// splitmix64's finaliser: a well-mixed 64-bit hash step.
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 using clock = std::chrono::steady_clock;
 
 // A part of an instance that can be planned on its own, above `base`.

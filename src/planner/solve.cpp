@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 #include "memkit/planner.hpp"
@@ -84,12 +85,13 @@ double seconds_since(clock::time_point start) {
   return std::chrono::duration<double>(clock::now() - start).count();
 }
 
+result solve_impl(const instance& inst, const options& opts, std::int64_t enough);
+
 // A large instance that splits is planned part by part: each part gets its own best
 // fit, repair and search (on a long schedule best fit over the whole instance costs
 // a pass over every buffer per round, while a part's rounds cost only its own), in a
 // share of the time left as large as its share of the buffers left. The parts lie
 // side by side in time above their bases, so their plans together are one.
-result solve_impl(const instance& inst, const options& opts, std::int64_t enough);
 
 result solve_by_parts(const instance& inst, const options& opts, const detail::decomposition& split,
                       clock::time_point start, clock::time_point deadline) {
@@ -110,7 +112,8 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
     std::vector<std::array<std::int64_t, 3>> key;  // lower, upper, size
   };
   std::vector<shape> shapes(split.parts.size());
-  std::vector<std::size_t> planned_as(split.parts.size());  // the part planned for it
+  std::vector<std::size_t> planned_as(split.parts.size());              // the part planned for it
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_hash;  // shapes planned
   for (std::size_t k = 0; k < split.parts.size(); ++k) {
     const std::vector<std::size_t>& members = split.parts[k].members;
     std::int64_t first = std::numeric_limits<std::int64_t>::max();
@@ -125,17 +128,22 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       if (x.size != y.size) return x.size < y.size;
       return a < b;
     });
+    std::uint64_t hash = sh.order.size();
     for (const std::size_t i : sh.order) {
       const buffer& b = inst.buffers[i];
       sh.key.push_back({b.lower - first, b.upper - first, b.size});
+      for (const std::int64_t v : sh.key.back())
+        hash = detail::mix64(hash ^ static_cast<std::uint64_t>(v));
     }
     planned_as[k] = k;
-    for (std::size_t e = 0; e < k; ++e) {
-      if (planned_as[e] == e && shapes[e].key == sh.key) {
+    std::vector<std::size_t>& same_hash = by_hash[hash];
+    for (const std::size_t e : same_hash) {
+      if (shapes[e].key == sh.key) {
         planned_as[k] = e;
         break;
       }
     }
+    if (planned_as[k] == k) same_hash.push_back(k);
   }
   // A part need not go below what keeps the whole at LOAD (or under a capacity asked
   // for without minimising): it stops minimising there.
