@@ -61,6 +61,46 @@ class backend {
   virtual void unmap(address_t /*at*/, std::size_t /*bytes*/) {}
 };
 
+// The memory interface of a backend an adaptor wraps (a device set's budget, the
+// replay's watcher): every call goes to the wrapped backend; an adaptor overrides
+// the calls it counts or notes.
+class forwarded_memory : public backend {
+ public:
+  explicit forwarded_memory(backend& wrapped) noexcept : upstream_(wrapped) {}
+
+  const device_facts& get_facts() const noexcept override { return upstream_.get_facts(); }
+  address_t allocate_segment(std::size_t bytes) override {
+    return upstream_.allocate_segment(bytes);
+  }
+  void free_segment(address_t address, std::size_t bytes) override {
+    upstream_.free_segment(address, bytes);
+  }
+  fence_value get_submitted(queue_id queue) override { return upstream_.get_submitted(queue); }
+  fence_value get_completed(queue_id queue) const override {
+    return upstream_.get_completed(queue);
+  }
+  void wait(fence f) override { upstream_.wait(f); }
+  void set_wired_limit(std::size_t bytes) override { upstream_.set_wired_limit(bytes); }
+  address_t reserve_range(std::size_t bytes) override { return upstream_.reserve_range(bytes); }
+  void release_range(address_t base, std::size_t bytes) override {
+    upstream_.release_range(base, bytes);
+  }
+  page_id create_page(std::size_t bytes) override { return upstream_.create_page(bytes); }
+  void release_page(page_id page, std::size_t bytes) override {
+    upstream_.release_page(page, bytes);
+  }
+  void map(address_t at, page_id page, std::size_t bytes) override {
+    upstream_.map(at, page, bytes);
+  }
+  void set_access(address_t at, std::size_t bytes) override { upstream_.set_access(at, bytes); }
+  void unmap(address_t at, std::size_t bytes) override { upstream_.unmap(at, bytes); }
+
+  backend& get_upstream() const noexcept { return upstream_; }
+
+ protected:
+  backend& upstream_;
+};
+
 // A capability the backend offers (device_data, peer_access, memory_sharing), or
 // nullptr where it offers none.
 template <class Capability>

@@ -24,36 +24,17 @@ struct shared_budget {
   void give_back(std::size_t bytes) { held.fetch_sub(bytes, std::memory_order_relaxed); }
 };
 
-class budget_backend final : public backend, public forwarded_data {
+class budget_backend final : public forwarded_memory, public forwarded_data {
  public:
   budget_backend(backend& upstream, shared_budget& budget)
-      : forwarded_data(upstream), upstream_(upstream), budget_(budget) {}
+      : forwarded_memory(upstream), forwarded_data(upstream), budget_(budget) {}
 
-  const device_facts& get_facts() const noexcept override { return upstream_.get_facts(); }
   address_t allocate_segment(std::size_t bytes) override;
   void free_segment(address_t address, std::size_t bytes) override;
-  std::uint64_t get_submitted(queue_id queue) override { return upstream_.get_submitted(queue); }
-  std::uint64_t get_completed(queue_id queue) const override {
-    return upstream_.get_completed(queue);
-  }
-  void wait(fence f) override { upstream_.wait(f); }
-  void set_wired_limit(std::size_t bytes) override { upstream_.set_wired_limit(bytes); }
-  address_t reserve_range(std::size_t bytes) override { return upstream_.reserve_range(bytes); }
-  void release_range(address_t base, std::size_t bytes) override {
-    upstream_.release_range(base, bytes);
-  }
   page_id create_page(std::size_t bytes) override;
   void release_page(page_id page, std::size_t bytes) override;
-  void map(address_t at, page_id page, std::size_t bytes) override {
-    upstream_.map(at, page, bytes);
-  }
-  void set_access(address_t at, std::size_t bytes) override { upstream_.set_access(at, bytes); }
-  void unmap(address_t at, std::size_t bytes) override { upstream_.unmap(at, bytes); }
-
-  backend& get_upstream() const noexcept { return upstream_; }
 
  private:
-  backend& upstream_;
   shared_budget& budget_;
 };
 

@@ -19,45 +19,31 @@ constexpr std::uint64_t kProgressEvery = 4096;
 
 std::string mib(std::size_t bytes) { return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB"; }
 
-// Forwards every call of the memory interface to the device (the allocator uses no
-// other), noting the segments and pages it hands out and
-// takes back (for record_history) until the replay takes them.
-class watched_backend final : public backend {
+// Between the allocator and the device (the memory interface is all the allocator
+// uses): notes the segments and pages it hands out and takes back (for
+// record_history) until the replay takes them.
+class watched_backend final : public forwarded_memory {
  public:
-  explicit watched_backend(backend& device) : device_(device) {}
+  explicit watched_backend(backend& device) : forwarded_memory(device) {}
 
   std::vector<history_event>& get_pending() noexcept { return pending_; }
 
-  const device_facts& get_facts() const noexcept override { return device_.get_facts(); }
   address_t allocate_segment(std::size_t bytes) override {
-    const address_t address = device_.allocate_segment(bytes);
+    const address_t address = upstream_.allocate_segment(bytes);
     if (address != 0) note(history_event::kinds::segment_alloc, address, bytes);
     return address;
   }
   void free_segment(address_t address, std::size_t bytes) override {
     note(history_event::kinds::segment_free, address, bytes);
-    device_.free_segment(address, bytes);
+    upstream_.free_segment(address, bytes);
   }
-  std::uint64_t get_submitted(queue_id queue) override { return device_.get_submitted(queue); }
-  std::uint64_t get_completed(queue_id queue) const override {
-    return device_.get_completed(queue);
-  }
-  void wait(fence f) override { device_.wait(f); }
-  void set_wired_limit(std::size_t bytes) override { device_.set_wired_limit(bytes); }
-  address_t reserve_range(std::size_t bytes) override { return device_.reserve_range(bytes); }
-  void release_range(address_t base, std::size_t bytes) override {
-    device_.release_range(base, bytes);
-  }
-  page_id create_page(std::size_t bytes) override { return device_.create_page(bytes); }
-  void release_page(page_id page, std::size_t bytes) override { device_.release_page(page, bytes); }
   void map(address_t at, page_id page, std::size_t bytes) override {
-    device_.map(at, page, bytes);
+    upstream_.map(at, page, bytes);
     note(history_event::kinds::segment_map, at, bytes);
   }
-  void set_access(address_t at, std::size_t bytes) override { device_.set_access(at, bytes); }
   void unmap(address_t at, std::size_t bytes) override {
     note(history_event::kinds::segment_unmap, at, bytes);
-    device_.unmap(at, bytes);
+    upstream_.unmap(at, bytes);
   }
 
  private:
@@ -69,7 +55,6 @@ class watched_backend final : public backend {
     pending_.push_back(entry);
   }
 
-  backend& device_;
   std::vector<history_event> pending_;
 };
 
