@@ -2,6 +2,8 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdio>
+#include <exception>
 #include <string>
 
 namespace memkit::tools {
@@ -12,6 +14,20 @@ void add_demo_command(CLI::App& app);     // tools/demo_command.cpp
 void add_replay_command(CLI::App& app);   // tools/replay_command.cpp
 void add_plan_command(CLI::App& app);     // tools/plan_command.cpp
 void add_convert_command(CLI::App& app);  // tools/convert_command.cpp
+
+// Runs a subcommand: an error it throws (other than CLI11's own) is printed and the
+// program exits 1.
+template <class Run>
+void run_printing_errors(Run&& run) {
+  try {
+    run();
+  } catch (const CLI::Error&) {
+    throw;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    throw CLI::RuntimeError(1);
+  }
+}
 
 // A finite number: CLI11's ranges let "nan" through (every comparison with it fails).
 inline const CLI::Validator kFiniteNumber(

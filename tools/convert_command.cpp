@@ -39,16 +39,7 @@ void add_convert_command(CLI::App& app) {
   command->add_option("trace", settings->input, "trace file (gzip or plain)")->required();
   command->add_option("output", settings->output, "the memkit CSV to write (plain text)")
       ->required();
-  command->callback([settings]() {
-    try {
-      run_convert(*settings);
-    } catch (const CLI::Error&) {
-      throw;
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "%s\n", error.what());
-      throw CLI::RuntimeError(1);
-    }
-  });
+  command->callback([settings]() { run_printing_errors([&] { run_convert(*settings); }); });
 }
 
 }  // namespace memkit::tools

@@ -399,16 +399,7 @@ void add_replay_command(CLI::App& app) {
                       "torch.cuda._memory_viz opens; trace i is device i)");
   command->add_flag("--validate", settings->validate,
                     "check the allocator's invariants after every operation (slow)");
-  command->callback([settings]() {
-    try {
-      run_replay(*settings);
-    } catch (const CLI::Error&) {
-      throw;
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "%s\n", error.what());
-      throw CLI::RuntimeError(1);
-    }
-  });
+  command->callback([settings]() { run_printing_errors([&] { run_replay(*settings); }); });
 }
 
 }  // namespace memkit::tools
