@@ -104,13 +104,40 @@ void loop_plan::on_free(std::uint64_t serial) {
   history_[serial - first_serial_].freed = time_;
 }
 
+namespace {
+constexpr std::uint64_t kHashBase = 0x9e3779b97f4a7c15ull;  // odd
+
+constexpr std::uint64_t power(std::uint64_t base, std::size_t exponent) {
+  std::uint64_t p = 1;
+  for (std::size_t k = 0; k < exponent; ++k) p *= base;
+  return p;
+}
+
+std::uint64_t mix(std::uint64_t h) {
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+}  // namespace
+
 void loop_plan::learn(std::uint64_t serial) {
-  if (history_.size() < kWindow) return;
-  std::uint64_t hash = 1469598103934665603ull;
-  for (std::size_t k = history_.size() - kWindow; k < history_.size(); ++k) {
-    hash = (hash ^ history_[k].size) * 1099511628211ull;
-    hash ^= hash >> 29;
+  const std::size_t n = history_.size();
+  if (n < kWindow) return;
+  // The window's hash rolls from the last one's (sum of size_k * base^(kWindow-1-k)).
+  if (window_end_ + 1 == serial && n > kWindow) {
+    constexpr std::uint64_t kOut = power(kHashBase, kWindow);
+    window_hash_ =
+        window_hash_ * kHashBase + history_[n - 1].size - history_[n - 1 - kWindow].size * kOut;
+  } else {
+    window_hash_ = 0;
+    for (std::size_t k = n - kWindow; k < n; ++k)
+      window_hash_ = window_hash_ * kHashBase + history_[k].size;
   }
+  window_end_ = serial;
+  const std::uint64_t hash = mix(window_hash_);
+  // Most windows are not looked up (each lookup is a likely cache miss): a period
+  // is found at the first sampled window of its second repetition.
+  if (hash % kWindowSampling != 0) return;
   auto [it, fresh] = windows_.try_emplace(hash, serial);
   if (fresh) return;
   const std::uint64_t previous = it->second;

@@ -11,7 +11,8 @@
 //
 //   learning   every request's size and the event times of its allocation and
 //              free are kept (the last kMaxHistory requests). A window of the last
-//              kWindow sizes seen before proposes a period P; it is accepted when
+//              kWindow sizes seen before proposes a period P (one window in
+//              kWindowSampling is looked up, chosen by its sizes); it is accepted when
 //              the last P sizes equal the P before them and one repetition, cut
 //              where the fewest of its bytes are live, leaves at most
 //              kMaxCrossing of its load crossing the cut.
@@ -38,7 +39,10 @@ namespace memkit::placement {
 class loop_plan {
  public:
   static constexpr std::uint64_t kNone = ~std::uint64_t{0};
-  static constexpr std::size_t kWindow = 16;    // sizes that propose a period
+  static constexpr std::size_t kWindow = 16;  // sizes that propose a period
+  // Windows looked up: those whose hash is 0 modulo this. The choice depends on the
+  // window's sizes only, so a window that repeats is looked up every time it comes.
+  static constexpr std::uint64_t kWindowSampling = 8;
   static constexpr std::size_t kMinPeriod = 8;  // shorter repetitions are not planned
   static constexpr std::size_t kMaxHistory = std::size_t{1} << 17;  // requests remembered
   // Requests a plan must follow without a miss before its region is made: a
@@ -103,9 +107,11 @@ class loop_plan {
   std::uint64_t next_serial_ = 0;   // serial of the next request
   std::uint64_t time_ = 0;          // requests and frees so far
   std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // window hash -> last serial
-  std::uint64_t next_check_ = 0;     // last_rejected_ is not checked before this serial
-  std::uint64_t last_rejected_ = 0;  // the last period that failed ...
-  std::uint32_t rejections_ = 0;     // ... times in a row (backoff: 2^this)
+  std::uint64_t window_hash_ = 0;     // polynomial hash of the kWindow sizes ...
+  std::uint64_t window_end_ = kNone;  // ... up to this serial (kNone: none yet)
+  std::uint64_t next_check_ = 0;      // last_rejected_ is not checked before this serial
+  std::uint64_t last_rejected_ = 0;   // the last period that failed ...
+  std::uint32_t rejections_ = 0;      // ... times in a row (backoff: 2^this)
   static constexpr std::uint32_t kMaxBackoff = 10;
   std::size_t min_period_ = kMinPeriod;        // shorter periods are not looked for
   std::uint64_t declined_ = 0;                 // a period whose plan was too high ...

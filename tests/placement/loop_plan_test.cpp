@@ -123,8 +123,11 @@ std::vector<block> random_step(std::mt19937_64& rng, std::size_t count) {
 
 TEST(loop_plan, a_repeating_step_is_learned_and_followed) {
   program p;
+  p.steps(varied_step(), 1);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::learning) << "one step shows no period";
+  // Found at the first window looked up (kWindowSampling) once two steps are seen.
   p.steps(varied_step(), 2);
-  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::waiting) << "planned after two steps";
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::waiting) << "planned within three steps";
   EXPECT_EQ(p.plan.get_region_bytes(), 0u);
   const std::vector<std::uint64_t> last = p.steps(varied_step(), 40);
   EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
@@ -181,10 +184,13 @@ TEST(loop_plan, blocks_outliving_the_step_are_left_online) {
 }
 
 TEST(loop_plan, a_different_size_loses_the_loop_until_it_comes_back) {
+  // A block live all step but between steps: the plan's cut (its position 0) is there.
+  std::vector<block> step = varied_step();
+  step[0] = {std::size_t{64} << 20, 39};
   program p;
-  p.steps(varied_step(), 40);
+  p.steps(step, 40);
   ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
-  std::vector<block> odd = varied_step();
+  std::vector<block> odd = step;
   odd[20].size += 1;
   const std::vector<std::uint64_t> lost = p.step(odd);
   EXPECT_EQ(p.plan.get_losses(), 1u);
@@ -192,7 +198,7 @@ TEST(loop_plan, a_different_size_loses_the_loop_until_it_comes_back) {
   for (std::size_t k = 0; k < lost.size(); ++k) {
     EXPECT_EQ(lost[k] == kNone, k >= 20) << "request " << k;
   }
-  const std::vector<std::uint64_t> back = p.step(varied_step());
+  const std::vector<std::uint64_t> back = p.step(step);
   EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
   EXPECT_EQ(count_none(back), 0u);
   EXPECT_EQ(p.plan.get_losses(), 1u);
