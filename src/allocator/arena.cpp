@@ -3,6 +3,7 @@
 #include "allocator/arena.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -28,10 +29,6 @@ constexpr std::size_t kWindowPageScan = 4096;
 // pages move, a wait for some of them need not wait for all the work queued since.
 constexpr std::uint32_t kFencesAfterMoves = 4096;
 constexpr std::size_t kMinPageBytes = 4096;
-
-std::uint32_t page_of(std::size_t offset, std::size_t page_size) {
-  return static_cast<std::uint32_t>(offset / page_size);
-}
 
 }  // namespace
 
@@ -90,6 +87,8 @@ std::unique_ptr<arena> arena::create(backend& device, const device_facts& facts,
   // only multiply the page map's entries and the map calls.
   const std::size_t g =
       common::round_up(kMinPageBytes, std::max<std::size_t>(facts.granularity, 1));
+  // Pages are found by shifts on the hot path.
+  if (!std::has_single_bit(g)) return nullptr;  // large blocks use segments
   // Eight times the device's memory in addresses: fragmentation in addresses is
   // free as long as a large block still finds a contiguous range.
   // Pages are numbered in 32 bits (placement::page_map), bytes in 64.
@@ -112,6 +111,7 @@ arena::arena(backend& device, const fence_tracker& fences, double slack, address
       base_(base),
       size_(size),
       page_size_(page_size),
+      page_shift_(static_cast<std::uint32_t>(std::countr_zero(page_size))),
       range_(false, fences.get_safe_serials()) {
   range_.add_free_segment(base, size);
   range_.set_page_size(page_size);
@@ -135,10 +135,10 @@ arena::~arena() {
 
 // A block's offset is from its segment: the range's, or a region's inside it.
 std::uint32_t arena::first_page(const block* b) const {
-  return page_of(b->owner->base - base_ + b->offset, page_size_);
+  return page_of(b->owner->base - base_ + b->offset);
 }
 std::uint32_t arena::last_page(const block* b) const {
-  return page_of(b->owner->base - base_ + b->offset + b->size - 1, page_size_);
+  return page_of(b->owner->base - base_ + b->offset + b->size - 1);
 }
 
 pools::segment_pool& arena::pool_of(const block* b) {
@@ -246,7 +246,6 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
 }
 
 block* arena::take_online(std::size_t size, queue_id queue, request& r) {
-  const std::size_t g = page_size_;
   // First choice: a free range whose pages are all mapped already where the block
   // would be cut, among the first few that fit; it costs no map call. With slack,
   // then the most-mapped place inside a free range. Otherwise best fit.
@@ -259,9 +258,9 @@ block* arena::take_online(std::size_t size, queue_id queue, request& r) {
         if (++candidates > max_candidates ||
             (near_only && free_range->size > size + size / kNearFit))
           return false;
-        const std::uint32_t last_page = page_of(start + size - 1, g);
+        const std::uint32_t last_page = page_of(start + size - 1);
         if (last_page >= pages_.get_count()) return false;
-        for (std::uint32_t i = page_of(start, g); i <= last_page; ++i) {
+        for (std::uint32_t i = page_of(start); i <= last_page; ++i) {
           if (!pages_.get(i).physical) return false;
         }
         return true;

@@ -163,6 +163,9 @@ class arena {
   // Counts the pages under a placed block and plans the ones to map (see take).
   bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
   pools::block* take_most_mapped(std::size_t size, queue_id queue, queue_id* previous_queue);
+  std::uint32_t page_of(std::size_t offset) const {
+    return static_cast<std::uint32_t>(offset >> page_shift_);
+  }
   std::uint32_t first_page(const pools::block* b) const;
   std::uint32_t last_page(const pools::block* b) const;
 
@@ -171,7 +174,8 @@ class arena {
   const double slack_;
   const address_t base_;                // start of the reserved range
   const std::size_t size_;              // bytes of the range
-  const std::size_t page_size_;         // the backend's granularity
+  const std::size_t page_size_;         // the backend's granularity (a power of two)
+  const std::uint32_t page_shift_;      // log2(page_size_)
   pools::segment_pool range_;           // placement of blocks in the range (a single segment)
   placement::page_map pages_;           // one entry per page of the range
   std::size_t mapped_pages_ = 0;        // pages with a physical page mapped now
