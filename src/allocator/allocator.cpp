@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "allocator/state.hpp"
@@ -691,15 +692,21 @@ std::size_t allocator::calculate_largest_free_block() const {
 
 std::vector<segment_view> allocator::calculate_segments() const {
   std::lock_guard lock(state_->mutex);
-  // Blocks parked in thread caches are free to the program: back to the pools, so
-  // that the live blocks shown add up to active_bytes.
-  state_->flush_thread_caches_locked();
+  // Blocks parked in thread caches are free to the program, so that the live blocks
+  // shown add up to active_bytes; they stay parked (a view changes nothing).
+  const caches_locked guard(state_->caches);
+  std::unordered_set<const block*> parked;
+  for (const thread_cache* cache : state_->caches)
+    cache->for_each_parked([&](const block* b) { parked.insert(b); });
   std::vector<segment_view> views;
   for (const segment_pool* pool : {&state_->small, &state_->large}) {
     for (const segment* seg : pool->get_segments()) {
       segment_view v{seg->base, seg->size, pool->is_small(), {}};
       for (const block* b = seg->first; b; b = static_cast<const block*>(b->next_range)) {
-        v.blocks.push_back({b->offset, b->size, b->requested, b->live});
+        if (parked.contains(b))
+          v.blocks.push_back({b->offset, b->size, 0, false});
+        else
+          v.blocks.push_back({b->offset, b->size, b->requested, b->live});
       }
       views.push_back(std::move(v));
     }

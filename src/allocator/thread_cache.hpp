@@ -109,6 +109,14 @@ class alignas(64) thread_cache {
     return true;
   }
 
+  // Calls f(block) for every parked block (caller holds the lock).
+  template <class F>
+  void for_each_parked(F&& f) const {
+    for (std::uint32_t bin = 0; bin < kBins; ++bin) {
+      for (std::uint32_t i = 0; i < count_[bin]; ++i) f(bins_[bin][i].b);
+    }
+  }
+
   // Takes every parked block out (caller holds the lock).
   template <class F>
   void drain(F&& give_back) {

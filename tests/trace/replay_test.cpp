@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 
@@ -148,6 +149,40 @@ TEST(trace_replay, unmaps_after_the_warmup_are_those_after_its_marker) {
   // No step after the warmup (one marker, default warmup 1): no figure.
   const replay_result one = replay(parse("s\na,0,10,0\nf,0\n", "one.csv"), floor);
   EXPECT_FALSE(one.has_unmaps_after_warmup);
+}
+
+// Watching a replay changes nothing in it: small blocks park in the thread caches
+// and new small segments are looked up while the run goes on.
+TEST(trace_replay, an_observed_replay_is_the_replay) {
+  std::mt19937 random(5);
+  std::uniform_real_distribution<double> exponent(8.0, 23.0);  // 256 B .. 8 MiB
+  std::string text;
+  std::vector<int> live;
+  for (int id = 0; id < 6000; ++id) {
+    text += "a," + std::to_string(id) + "," +
+            std::to_string(static_cast<std::size_t>(std::exp2(exponent(random)))) + ",0\n";
+    live.push_back(id);
+    while (live.size() > static_cast<std::size_t>(20 + (id / 500 % 3) * 60)) {
+      const std::size_t victim = random() % live.size();
+      text += "f," + std::to_string(live[victim]) + "\n";
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(victim));
+    }
+  }
+  const trace_data trace = parse(text, "mixed.csv");
+  const replay_observation observation = observe(trace, {});
+  const replay_result result = replay(trace, {});
+  ASSERT_TRUE(observation.completed);
+  EXPECT_EQ(observation.peak_reserved_bytes, result.peak_reserved_bytes);
+  std::uint64_t segments = 0, maps = 0, unmaps = 0;
+  for (const history_event& e : observation.history.entries) {
+    segments += e.kind == history_event::kinds::segment_alloc;
+    maps += e.kind == history_event::kinds::segment_map ? e.size / (2 * kMiB) : 0;
+    unmaps += e.kind == history_event::kinds::segment_unmap ? e.size / (2 * kMiB) : 0;
+  }
+  EXPECT_GT(segments, 1u) << "the small pool grew while the run went on";
+  EXPECT_EQ(maps, result.maps);
+  EXPECT_EQ(unmaps, result.unmaps);
+  EXPECT_EQ(observation.history.reserved, result.final_statistics.reserved_bytes);
 }
 
 TEST(trace_replay, observation_finds_the_peak_and_every_change_of_reserved) {
