@@ -255,7 +255,8 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
   bool waited = false;
   bool flushed = false;
   bool backend_full = false;
-  bool trimmed = false;        // idle pages past the slack were released for the small pool
+  bool trimmed = false;        // released past the slack: idle pages for the small pool, or
+                               // empty small segments for the arena
   arena::loop_note loop_note;  // the loop plan sees the request once, however often retried
   for (;;) {
     enum { grow, map_pages, release, refresh, wait } plan = grow;
@@ -285,6 +286,16 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
             // Completed fences may free a mapped range: learn them before mapping.
             abandon();
             plan = refresh;
+          } else if (request.past_slack > 0 && !trimmed && small.get_releasable()) {
+            // Empty small segments are cache: give them back before moving pages or
+            // growing past the slack.
+            trimmed = true;
+            abandon();
+            release_segments_until(
+                stats.reserved_bytes -
+                    std::min(stats.reserved_bytes, request.past_slack * vm->get_page_size()),
+                released);
+            plan = release;
           } else if (request.wait_would_help && !waited) {
             // Growing past the slack while idle pages only wait for this queue's
             // earlier work: wait for it once rather than hold more memory.
@@ -527,6 +538,15 @@ std::size_t allocator::state::calculate_releasable() const {
 }
 
 void allocator::state::release_until(std::size_t target_reserved, released_memory& out) {
+  release_segments_until(target_reserved, out);
+  if (vm && stats.reserved_bytes > target_reserved) {
+    count_pages(vm->release_idle(stats.reserved_bytes - target_reserved, out.pages));
+  }
+  stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
+  if (validating) validate_locked();
+}
+
+void allocator::state::release_segments_until(std::size_t target_reserved, released_memory& out) {
   while (stats.reserved_bytes > target_reserved) {
     segment_pool* pool = &large;
     segment* seg = large.get_releasable();
@@ -541,11 +561,7 @@ void allocator::state::release_until(std::size_t target_reserved, released_memor
     stats.segments--;
     pool->remove_segment(seg);
   }
-  if (vm && stats.reserved_bytes > target_reserved) {
-    count_pages(vm->release_idle(stats.reserved_bytes - target_reserved, out.pages));
-  }
   stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
-  if (validating) validate_locked();
 }
 
 void allocator::state::give_back(const released_memory& released) {

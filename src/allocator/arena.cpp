@@ -306,6 +306,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
       waiting.push_back(p.free_serial);
   }
   const std::size_t creates = need - stolen.size();
+  r.past_slack = stolen.size() + (creates > room_pages ? creates - room_pages : 0);
   r.wait_would_help = creates > room_pages && !waiting.empty();
   moves_ += stolen.size() + (r.wait_would_help ? 1 : 0);
   if (!stolen.empty() || r.wait_would_help) fences_wanted_ = kFencesAfterMoves;

@@ -59,6 +59,7 @@ class arena {
     std::vector<idle_page> was_idle;
     std::size_t creates = 0;        // physical pages to create
     std::size_t reserving = 0;      // their bytes: reserved, for the caller, until finish/abandon
+    std::size_t past_slack = 0;     // pages it steals or creates past the slack's room
     std::size_t shortfall = 0;      // bytes over the limit, when it failed
     bool must_wait = false;         // another thread is mapping one of its pages
     bool wait_would_help = false;   // past the slack, while idle pages wait on this queue's work

@@ -132,6 +132,8 @@ struct allocator::state {
   // Under the lock: takes cached memory out, least recently used first, until
   // reserved bytes are at most `target_reserved`.
   void release_until(std::size_t target_reserved, released_memory& out);
+  // The same with empty segments only (no arena page).
+  void release_segments_until(std::size_t target_reserved, released_memory& out);
   // Without the lock: hands it to the backend.
   void give_back(const released_memory& released);
   void trim_cache();

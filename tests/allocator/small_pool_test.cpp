@@ -66,5 +66,27 @@ TEST(small_pool, beside_an_arena_it_grows_within_the_slack_releasing_idle_pages)
   for (const allocation& a : small) alloc.free(a.address);
 }
 
+// The other way: a program that moves from small blocks to large ones. The small
+// pool's empty segments are cache, given back before the arena grows past the slack
+// (or moves idle pages) for the large blocks.
+TEST(small_pool, beside_an_arena_its_empty_segments_go_back_before_the_arena_grows) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  allocator alloc(device, {.policy = pool_policy::arena, .validate = true, .thread_cache = false});
+  std::vector<allocation> blocks;
+  for (int k = 0; k < 80; ++k) blocks.push_back(alloc.allocate(256 * KiB));  // 10 segments
+  for (const allocation& a : blocks) alloc.free(a.address);
+  blocks.clear();
+  const statistics before = alloc.get_statistics();
+  ASSERT_EQ(before.reserved_bytes, 20 * MiB);
+  ASSERT_EQ(before.active_bytes, 0u);
+  for (int k = 0; k < 20; ++k) blocks.push_back(alloc.allocate(2 * MiB));  // 40 MiB
+  const statistics s = alloc.get_statistics();
+  EXPECT_EQ(s.reserved_bytes, 40 * MiB) << "every small segment went back for the arena's pages";
+  EXPECT_EQ(device.get_counters().unmaps, 0u) << "no page moved";
+  for (const allocation& a : blocks) alloc.free(a.address);
+}
+
 }  // namespace
 }  // namespace memkit
