@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -201,6 +202,62 @@ plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& o
 }
 
 }  // namespace
+
+plan online_best_fit(const instance& inst) {
+  plan result;
+  result.offsets.assign(inst.buffers.size(), 0);
+  std::map<std::int64_t, std::int64_t> by_offset;           // free ranges below top
+  std::set<std::pair<std::int64_t, std::int64_t>> by_size;  // (size, offset)
+  std::int64_t top = 0;
+  const auto add_free = [&](std::int64_t offset, std::int64_t size) {
+    auto next = by_offset.lower_bound(offset);
+    if (next != by_offset.end() && next->first == offset + size) {
+      size += next->second;
+      by_size.erase({next->second, next->first});
+      next = by_offset.erase(next);
+    }
+    if (next != by_offset.begin()) {
+      const auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        size += prev->second;
+        by_size.erase({prev->second, prev->first});
+        by_offset.erase(prev);
+      }
+    }
+    by_offset.emplace(offset, size);
+    by_size.emplace(size, offset);
+  };
+  for (const event& e : sorted_events(inst)) {
+    const std::int64_t size = inst.buffers[e.index].size;
+    if (!e.is_start) {
+      add_free(result.offsets[e.index], size);
+      continue;
+    }
+    const auto fit = by_size.lower_bound({size, std::numeric_limits<std::int64_t>::min()});
+    std::int64_t offset;
+    if (fit != by_size.end()) {
+      offset = fit->second;
+      const std::int64_t rest = fit->first - size;
+      by_offset.erase(offset);
+      by_size.erase(fit);
+      if (rest > 0) add_free(offset + size, rest);
+    } else if (!by_offset.empty() &&
+               std::prev(by_offset.end())->first + std::prev(by_offset.end())->second == top) {
+      // The highest free range grows into the new top.
+      const auto last = std::prev(by_offset.end());
+      offset = last->first;
+      by_size.erase({last->second, last->first});
+      by_offset.erase(last);
+      top = offset + size;
+    } else {
+      offset = top;
+      top += size;
+    }
+    result.offsets[e.index] = offset;
+  }
+  return result;
+}
 
 plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order,
                      clock::time_point deadline) {

@@ -38,6 +38,10 @@ struct decomposition {
 
 decomposition decompose(const instance& inst);
 
+// Best fit run as an online allocator over the schedule (each buffer placed at its
+// birth, its range free again at its death): O(n log n), the floor when best fit in
+// an order runs out of time.
+plan online_best_fit(const instance& inst);
 // Largest first, as greedy_best_fit() takes them.
 std::vector<std::size_t> size_order(const instance& inst);
 // Best fit taking the buffers in the given order; past the deadline the rest are

@@ -237,6 +237,12 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   // Every pass below is bounded by the deadline, the first one too: the time limit
   // bounds the whole call.
   out.best = detail::greedy_in_order(inst, detail::size_order(inst), deadline);
+  if (clock::now() > deadline) {
+    // Best fit may have stacked what it had no time for: the online floor is linear
+    // in time order and never stacks.
+    plan online = detail::online_best_fit(inst);
+    if (height(inst, online) < height(inst, out.best)) out.best = std::move(online);
+  }
   out.greedy_height_bytes = height(inst, out.best);
   out.height_bytes = out.greedy_height_bytes;
   if (const validation check = validate(inst, out.best); !check) {

@@ -295,6 +295,28 @@ TEST(PlannerSearch, NoTimeGivesAValidPlanWithoutSearch) {
   EXPECT_EQ(res.nodes, 0u);
   EXPECT_GE(res.height_bytes, res.load_bytes);
   EXPECT_EQ(res.height_bytes, height(inst, res.best));
+  // Not a stack of what best fit had no time for: at most the online floor.
+  EXPECT_LE(res.height_bytes, height(inst, detail::online_best_fit(inst)));
+  EXPECT_LT(res.height_bytes, 2 * res.load_bytes);
+}
+
+// Best fit run online over the schedule: valid on any instance, and on a loop that
+// frees everything between steps, each step starts from the bottom again.
+TEST(PlannerSearch, TheOnlineFloorIsValidAndReusesFreedRanges) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 50; ++trial) {
+    const instance inst = random_instance(rng, 10 + trial * 20, 40 + trial, 1000);
+    const plan online = detail::online_best_fit(inst);
+    const validation check = validate(inst, online);
+    ASSERT_TRUE(check.ok) << check.message;
+    EXPECT_GE(height(inst, online), load(inst));
+  }
+  instance steps;
+  for (int k = 0; k < 10; ++k) {
+    for (int j = 0; j < 5; ++j)
+      steps.buffers.push_back(buffer{k * 5 + j, k * 10 + j, k * 10 + 9, 100 * (j + 1)});
+  }
+  EXPECT_EQ(height(steps, detail::online_best_fit(steps)), load(steps));
 }
 
 // A part where every buffer overlaps every other has n^2 / 2 pairs: past the search's
