@@ -112,7 +112,8 @@ allocator::~allocator() {
       (cache = s.get_thread_cache())->is_worth_trying()) {
     // Fastest: a block this thread freed, without the allocator's lock.
     cache->lock();
-    block* b = cache->pop(size, queue);
+    address_t address = 0;
+    block* b = cache->pop(size, queue, &address);
     if (b) {
       b->requested = bytes;
       b->stamp.store(cache->next_stamp(), std::memory_order_release);
@@ -123,7 +124,6 @@ allocator::~allocator() {
     cache->unlock();
     cache->count_try(b != nullptr);
     if (b) {
-      const address_t address = b->owner->base + b->offset;
       cache->remember(address, b, b->stamp.load(std::memory_order_relaxed));
       if (s.validating) validate();
       return {address, b->size};
@@ -153,7 +153,7 @@ allocator::~allocator() {
     thread_cache* cache = s.get_thread_cache();
     if (block* b = cache->recall(address); b && !b->used_elsewhere) {
       cache->lock();
-      const bool parked = cache->push(b);
+      const bool parked = cache->push(b, address);
       if (parked) {
         cache->stats.active_delta -= static_cast<std::int64_t>(b->size);
         cache->stats.requested_delta -= static_cast<std::int64_t>(b->requested);

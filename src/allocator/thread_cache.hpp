@@ -36,6 +36,7 @@ class alignas(64) thread_cache {
 
   struct parked {
     pools::block* b = nullptr;
+    address_t address = 0;  // the block's, so a hand-out need not read its segment
     queue_id queue = 0;
   };
   struct counters {
@@ -56,7 +57,7 @@ class alignas(64) thread_cache {
 
   // A parked block of at least `size` bytes for `queue`, wasting no more than
   // the pools' bound allows (caller holds the lock).
-  pools::block* pop(std::size_t size, queue_id queue) {
+  pools::block* pop(std::size_t size, queue_id queue, address_t* address) {
     const std::uint32_t last =
         placement::free_index::bin_of(size + std::min(size / 2, pools::kSmallWaste));
     for (std::uint32_t bin = placement::free_index::bin_of(size); bin <= last && bin < kBins;
@@ -70,6 +71,7 @@ class alignas(64) thread_cache {
       --n;
       parked_bytes_ -= b->size;
       --parked_count_;
+      *address = top.address;
       return b;
     }
     return nullptr;
@@ -99,11 +101,11 @@ class alignas(64) thread_cache {
   std::uint64_t next_stamp() { return (cache_number_ << 44) | ++stamps_; }
 
   // Parks a block this thread freed; false when full (caller holds the lock).
-  bool push(pools::block* b) {
+  bool push(pools::block* b, address_t address) {
     const std::uint32_t bin = placement::free_index::bin_of(b->size);
     std::uint32_t& n = count_[bin];
     if (n == kPerBin || parked_bytes_ + b->size > kMaxBytes) return false;
-    bins_[bin][n++] = {b, b->queue};
+    bins_[bin][n++] = {b, address, b->queue};
     parked_bytes_ += b->size;
     ++parked_count_;
     return true;
