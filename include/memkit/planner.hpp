@@ -10,8 +10,9 @@
 // How solve() works:
 //   1. Greedy best fit by decreasing size (the TFLite / XLA heuristic) gives a valid
 //      plan in O(n^2) at once; every later step only replaces it with a lower one.
-//      When the time limit cuts it short, best fit run online over the schedule
-//      (each buffer placed at its birth, O(n log n)) is the floor instead.
+//      Best fit run online over the schedule (each buffer placed at its birth,
+//      O(n log n)) replaces it where lower: when the time limit cuts best fit
+//      short, or on a growing cache.
 //   2. Best fit again in "peak-first" order (buffers live through the highest load
 //      first, then larger first) and in two sweeps through time (latest death first,
 //      earliest birth first); from the lowest of the three, repaired for a few rounds:

@@ -237,9 +237,9 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   // Every pass below is bounded by the deadline, the first one too: the time limit
   // bounds the whole call.
   out.best = detail::greedy_in_order(inst, detail::size_order(inst), deadline);
-  if (clock::now() > deadline) {
-    // Best fit may have stacked what it had no time for: the online floor is linear
-    // in time order and never stacks.
+  {
+    // Best fit may have stacked what it had no time for, and on a growing cache it
+    // lands far above the online floor, which costs O(n log n) and never stacks.
     plan online = detail::online_best_fit(inst);
     if (height(inst, online) < height(inst, out.best)) out.best = std::move(online);
   }
