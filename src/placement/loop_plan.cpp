@@ -44,12 +44,14 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
       history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(kMaxHistory));
       first_serial_ += kMaxHistory;
       windows_.clear();
+      chosen_slot_ = nullptr;
     }
   } else if (recording) {
     // Recording ended (a plan was made, or it held for long since its last loss).
     history_.clear();
     history_.shrink_to_fit();
     windows_.clear();
+    chosen_slot_ = nullptr;
   }
   return serial;
 }
@@ -77,6 +79,7 @@ void loop_plan::lose(std::uint64_t serial, std::size_t size) {
     history_.assign(1, {size, time_, kNone});
     first_serial_ = serial;
     windows_.clear();
+    chosen_slot_ = nullptr;
   }
   record_until_ = serial + kMaxHistory;
   lost_at_ = serial;
@@ -93,6 +96,7 @@ void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_
   if (!is_recording(serial)) {
     history_.assign(1, {size, time_, kNone});
     windows_.clear();
+    chosen_slot_ = nullptr;
     first_serial_ = serial;
   }
   phase_ = phase::learning;
@@ -133,16 +137,39 @@ void loop_plan::learn(std::uint64_t serial) {
     for (std::size_t k = n - kWindow; k < n; ++k)
       window_hash_ = window_hash_ * kHashBase + history_[k].size;
   }
+  if (window_end_ + 1 != serial) {  // a new run of windows
+    lowest_count_ = 0;
+    run_start_ = serial;
+  }
   window_end_ = serial;
-  const std::uint64_t hash = mix(window_hash_);
-  // Most windows are not looked up (each lookup is a likely cache miss): a period
-  // is found at the first sampled window of its second repetition.
-  if (hash % kWindowSampling != 0) return;
-  auto [it, fresh] = windows_.try_emplace(hash, serial);
-  if (fresh) return;
-  const std::uint64_t previous = it->second;
-  it->second = serial;
-  const std::uint64_t period = serial - previous;
+  // Most windows are not looked up (each lookup is a likely cache miss): only the
+  // lowest hash of the last kWinnow windows (the latest of equals), once. The
+  // candidates for it, oldest first, with rising hashes: a monotonic queue.
+  const window fresh_window{mix(window_hash_), serial};
+  while (lowest_count_ > 0 && lowest_back().hash >= fresh_window.hash) --lowest_count_;
+  lowest_[(lowest_head_ + lowest_count_++) % kWinnow] = fresh_window;
+  while (lowest_[lowest_head_].serial + kWinnow <= serial) {
+    lowest_head_ = (lowest_head_ + 1) % kWinnow;
+    --lowest_count_;
+  }
+  if (serial - run_start_ + 1 < kWinnow) return;  // fewer than kWinnow windows yet
+  const window* lowest = &lowest_[lowest_head_];
+  if (lowest->serial == chosen_) return;
+  chosen_ = lowest->serial;
+  std::uint64_t previous;
+  if (chosen_slot_ && lowest->hash == chosen_hash_) {
+    // The same window again (a run of equal sizes chooses each new one): no lookup.
+    previous = *chosen_slot_;
+    *chosen_slot_ = lowest->serial;
+  } else {
+    auto [it, fresh] = windows_.try_emplace(lowest->hash, lowest->serial);
+    chosen_hash_ = lowest->hash;
+    chosen_slot_ = &it->second;  // stays valid through rehashing, until a clear
+    if (fresh) return;
+    previous = it->second;
+    it->second = lowest->serial;
+  }
+  const std::uint64_t period = lowest->serial - previous;
   // Under a plan, only a longer loop around it; once it is lost, any other loop (its
   // own is found again by its first request).
   const std::size_t min_period = phase_ == phase::learning || phase_ == phase::lost

@@ -11,8 +11,9 @@
 //
 //   learning   every request's size and the event times of its allocation and
 //              free are kept (the last kMaxHistory requests). A window of the last
-//              kWindow sizes seen before proposes a period P (one window in
-//              kWindowSampling is looked up, chosen by its sizes); it is accepted when
+//              kWindow sizes seen before proposes a period P (the windows looked
+//              up are chosen by their sizes, one in every kWinnow at least); it is
+//              accepted when
 //              the last P sizes equal the P before them and one repetition, cut
 //              where the fewest of its bytes are live, leaves at most
 //              kMaxCrossing of its load crossing the cut.
@@ -29,6 +30,7 @@
 //              plan was one of its layers), replaces it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
@@ -40,9 +42,11 @@ class loop_plan {
  public:
   static constexpr std::uint64_t kNone = ~std::uint64_t{0};
   static constexpr std::size_t kWindow = 16;  // sizes that propose a period
-  // Windows looked up: those whose hash is 0 modulo this. The choice depends on the
-  // window's sizes only, so a window that repeats is looked up every time it comes.
-  static constexpr std::uint64_t kWindowSampling = 8;
+  // Windows looked up: of every kWinnow consecutive windows, the one of lowest hash
+  // (winnowing; about 2 in kWinnow + 1 are looked up). The choice depends on the
+  // sizes only, so a repetition's windows are chosen alike each time it comes, and
+  // every stretch of kWinnow windows has one: no loop goes unseen.
+  static constexpr std::size_t kWinnow = 16;
   static constexpr std::size_t kMinPeriod = 8;  // shorter repetitions are not planned
   static constexpr std::size_t kMaxHistory = std::size_t{1} << 17;  // requests remembered
   // Requests a plan must follow without a miss before its region is made: a
@@ -109,9 +113,25 @@ class loop_plan {
   std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // window hash -> last serial
   std::uint64_t window_hash_ = 0;     // polynomial hash of the kWindow sizes ...
   std::uint64_t window_end_ = kNone;  // ... up to this serial (kNone: none yet)
-  std::uint64_t next_check_ = 0;      // last_rejected_ is not checked before this serial
-  std::uint64_t last_rejected_ = 0;   // the last period that failed ...
-  std::uint32_t rejections_ = 0;      // ... times in a row (backoff: 2^this)
+  struct window {
+    std::uint64_t hash = 0;  // mixed
+    std::uint64_t serial = kNone;
+  };
+  // Of the last kWinnow windows, those no later one has a hash as low as: oldest
+  // first (the lowest), in a ring.
+  std::array<window, kWinnow> lowest_{};
+  std::size_t lowest_head_ = 0;
+  std::size_t lowest_count_ = 0;
+  const window& lowest_back() const {
+    return lowest_[(lowest_head_ + lowest_count_ - 1) % kWinnow];
+  }
+  std::uint64_t run_start_ = 0;           // serial of the first window of this run
+  std::uint64_t chosen_ = kNone;          // serial of the window looked up last ...
+  std::uint64_t chosen_hash_ = 0;         // ... its hash ...
+  std::uint64_t* chosen_slot_ = nullptr;  // ... and its entry in windows_ (null after a clear)
+  std::uint64_t next_check_ = 0;          // last_rejected_ is not checked before this serial
+  std::uint64_t last_rejected_ = 0;       // the last period that failed ...
+  std::uint32_t rejections_ = 0;          // ... times in a row (backoff: 2^this)
   static constexpr std::uint32_t kMaxBackoff = 10;
   std::size_t min_period_ = kMinPeriod;        // shorter periods are not looked for
   std::uint64_t declined_ = 0;                 // a period whose plan was too high ...
