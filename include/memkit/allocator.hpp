@@ -38,8 +38,9 @@
 //             oldest fence that frees enough idle pages (one is recorded after
 //             each free that leaves pages idle), never for the whole queue.
 //             The small pool beside it shares the slack: it grows by releasing
-//             idle pages past it, and its empty segments go back before pages
-//             move or grow past it.
+//             idle pages past it (waiting once for their work, as the arena
+//             does), and its empty segments go back before pages move or grow
+//             past it.
 //             (allocator/arena.hpp: the range, page map and placement; it reads
 //             the fences and a budget, and returns its page counts.)
 //   loop      (plan_loops) the arena learns a loop that repeats its requests

@@ -329,11 +329,21 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         // pages past it go back first (a release, no page moves).
         const std::size_t room = vm ? vm->get_growth_room(stats.peak_active_bytes) : 0;
         if (vm && !trimmed && used + segment_size > room) {
-          trimmed = true;
-          release_until(
-              stats.reserved_bytes - std::min(stats.reserved_bytes, used + segment_size - room),
-              released);
-          if (!released.pages.empty() || !released.segments.empty()) plan = release;
+          const std::size_t over = used + segment_size - room;
+          release_until(stats.reserved_bytes - std::min(stats.reserved_bytes, over), released);
+          if (!released.pages.empty() || !released.segments.empty()) {
+            trimmed = true;
+            plan = release;
+          } else if (!waited && (wait_serial = vm->calculate_wait_serial(
+                                     queue, common::round_up(over, vm->get_page_size()) /
+                                                vm->get_page_size())) > 0) {
+            // As the arena does past the slack: wait once for this queue's work that
+            // holds idle pages, then release them.
+            plan = wait;
+            stats.retries++;
+          } else {
+            trimmed = true;
+          }
         }
       } else if (const std::size_t releasable = calculate_releasable();
                  releasable > 0 && (backend_full || releasable >= shortfall)) {

@@ -501,6 +501,21 @@ std::size_t arena::calculate_releasable() const {
   return pages * page_size_;
 }
 
+std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) const {
+  std::vector<std::uint64_t> waiting;
+  for (std::uint32_t j = pages_.get_idle_tail(); j != page_map::kNone;
+       j = pages_.get(j).prev_idle) {
+    const page_map::page& p = pages_.get(j);
+    if (p.queue == queue && !fences_.is_safe(p.queue, p.free_serial))
+      waiting.push_back(p.free_serial);
+  }
+  if (waiting.empty() || pages == 0) return 0;
+  const std::size_t wanted = std::min(pages, waiting.size());
+  std::nth_element(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(wanted - 1),
+                   waiting.end());
+  return waiting[wanted - 1];
+}
+
 arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>& out) {
   page_counts counts;
   for (std::uint32_t j = pages_.get_idle_tail();

@@ -115,6 +115,9 @@ class arena {
 
   // Bytes of idle pages whose work completed.
   std::size_t calculate_releasable() const;
+  // The serial of the free on `queue` after which `pages` more idle pages (or all
+  // there are) have completed work; 0 when none waits on that queue.
+  std::uint64_t calculate_wait_serial(queue_id queue, std::size_t pages) const;
   // Takes such idle pages out, least recently used first, until at least `bytes`
   // are (or none is left).
   page_counts release_idle(std::size_t bytes, std::vector<page_plan>& out);

@@ -66,6 +66,25 @@ TEST(small_pool, beside_an_arena_it_grows_within_the_slack_releasing_idle_pages)
   for (const allocation& a : small) alloc.free(a.address);
 }
 
+// As the arena past the slack: idle pages whose work has not completed cannot go
+// back, so the small pool waits for that work once rather than grow past the slack.
+TEST(small_pool, beside_an_arena_it_waits_for_idle_pages_rather_than_grow_past_the_slack) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  allocator alloc(device, {.policy = pool_policy::arena, .validate = true, .thread_cache = false});
+  const allocation large = alloc.allocate(100 * MiB, 0);  // 50 pages
+  const std::uint64_t reading = device.submit(0);
+  alloc.free(large.address);  // idle, in use by the device until `reading` completes
+  std::vector<allocation> small;
+  for (int k = 0; k < 80; ++k) small.push_back(alloc.allocate(256 * KiB, 0));  // 20 MiB
+  EXPECT_EQ(device.get_completed(0), reading) << "it waited for the work";
+  const statistics s = alloc.get_statistics();
+  EXPECT_LE(static_cast<double>(s.reserved_bytes),
+            1.02 * static_cast<double>(s.peak_active_bytes) + 2 * MiB);
+  for (const allocation& a : small) alloc.free(a.address);
+}
+
 // The other way: a program that moves from small blocks to large ones. The small
 // pool's empty segments are cache, given back before the arena grows past the slack
 // (or moves idle pages) for the large blocks.
