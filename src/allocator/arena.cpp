@@ -30,6 +30,16 @@ constexpr std::size_t kWindowPageScan = 4096;
 constexpr std::uint32_t kFencesAfterMoves = 4096;
 constexpr std::size_t kMinPageBytes = 4096;
 
+// Of the free serials of idle pages waiting on a queue, the one after which `pages`
+// of them (or all) have completed; 0 when none waits.
+std::uint64_t serial_freeing(std::vector<std::uint64_t>& waiting, std::size_t pages) {
+  if (waiting.empty() || pages == 0) return 0;
+  const std::size_t wanted = std::min(pages, waiting.size());
+  std::nth_element(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(wanted - 1),
+                   waiting.end());
+  return waiting[wanted - 1];
+}
+
 }  // namespace
 
 // With slack, when no free range has mapped pages where a block would be cut from
@@ -310,11 +320,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   r.wait_would_help = creates > room_pages && !waiting.empty();
   moves_ += stolen.size() + (r.wait_would_help ? 1 : 0);
   if (!stolen.empty() || r.wait_would_help) fences_wanted_ = kFencesAfterMoves;
-  if (r.wait_would_help) {
-    const std::size_t wanted = std::min(creates - room_pages, waiting.size());
-    std::nth_element(waiting.begin(), waiting.begin() + (wanted - 1), waiting.end());
-    r.wait_serial = waiting[wanted - 1];
-  }
+  if (r.wait_would_help) r.wait_serial = serial_freeing(waiting, creates - room_pages);
   if (in_use + creates * g > room.limit) {
     r.shortfall = in_use + creates * g - room.limit;
     b->queue = r.previous_queue;
@@ -509,11 +515,7 @@ std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) co
     if (p.queue == queue && !fences_.is_safe(p.queue, p.free_serial))
       waiting.push_back(p.free_serial);
   }
-  if (waiting.empty() || pages == 0) return 0;
-  const std::size_t wanted = std::min(pages, waiting.size());
-  std::nth_element(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(wanted - 1),
-                   waiting.end());
-  return waiting[wanted - 1];
+  return serial_freeing(waiting, pages);
 }
 
 arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>& out) {
