@@ -123,6 +123,10 @@ arena::arena(backend& device, const fence_tracker& fences, double slack, address
       page_size_(page_size),
       page_shift_(static_cast<std::uint32_t>(std::countr_zero(page_size))),
       range_(false, fences.get_safe_serials()) {
+  if (!std::has_single_bit(page_size)) {
+    throw invalid_argument("[memkit::arena] a page of " + std::to_string(page_size) +
+                           " bytes: pages must be a power of two");
+  }
   range_.add_free_segment(base, size);
   range_.set_page_size(page_size);
   // Pages follow the layout: one that repeats step after step, whenever fences
