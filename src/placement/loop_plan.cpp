@@ -43,15 +43,13 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
       // Forget the older half; a period longer than what is left is not planned.
       history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(kMaxHistory));
       first_serial_ += kMaxHistory;
-      windows_.clear();
-      chosen_slot_ = nullptr;
+      forget_windows();
     }
   } else if (recording) {
     // Recording ended (a plan was made, or it held for long since its last loss).
     history_.clear();
     history_.shrink_to_fit();
-    windows_.clear();
-    chosen_slot_ = nullptr;
+    forget_windows();
   }
   return serial;
 }
@@ -78,8 +76,7 @@ void loop_plan::lose(std::uint64_t serial, std::size_t size) {
     // Look for a longer loop around this one from here on (see is_recording).
     history_.assign(1, {size, time_, kNone});
     first_serial_ = serial;
-    windows_.clear();
-    chosen_slot_ = nullptr;
+    forget_windows();
   }
   record_until_ = serial + kMaxHistory;
   lost_at_ = serial;
@@ -95,8 +92,7 @@ void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_
   cycles_ = 0;
   if (!is_recording(serial)) {
     history_.assign(1, {size, time_, kNone});
-    windows_.clear();
-    chosen_slot_ = nullptr;
+    forget_windows();
     first_serial_ = serial;
   }
   phase_ = phase::learning;
@@ -127,8 +123,10 @@ std::uint64_t mix(std::uint64_t h) {
 void loop_plan::learn(std::uint64_t serial) {
   const std::size_t n = history_.size();
   if (n < kWindow) return;
+  const bool same_run = window_end_ + 1 == serial;  // the last request was learned too
+  window_end_ = serial;
   // The window's hash rolls from the last one's (sum of size_k * base^(kWindow-1-k)).
-  if (window_end_ + 1 == serial && n > kWindow) {
+  if (same_run && n > kWindow) {
     constexpr std::uint64_t kOut = power(kHashBase, kWindow);
     window_hash_ =
         window_hash_ * kHashBase + history_[n - 1].size - history_[n - 1 - kWindow].size * kOut;
@@ -137,11 +135,10 @@ void loop_plan::learn(std::uint64_t serial) {
     for (std::size_t k = n - kWindow; k < n; ++k)
       window_hash_ = window_hash_ * kHashBase + history_[k].size;
   }
-  if (window_end_ + 1 != serial) {  // a new run of windows
+  if (!same_run) {
     lowest_count_ = 0;
     run_start_ = serial;
   }
-  window_end_ = serial;
   // Most windows are not looked up (each lookup is a likely cache miss): only the
   // lowest hash of the last kWinnow windows (the latest of equals), once. The
   // candidates for it, oldest first, with rising hashes: a monotonic queue.

@@ -128,9 +128,13 @@ class loop_plan {
   std::uint64_t chosen_ = kNone;          // serial of the window looked up last ...
   std::uint64_t chosen_hash_ = 0;         // ... its hash ...
   std::uint64_t* chosen_slot_ = nullptr;  // ... and its entry in windows_ (null after a clear)
-  std::uint64_t next_check_ = 0;          // last_rejected_ is not checked before this serial
-  std::uint64_t last_rejected_ = 0;       // the last period that failed ...
-  std::uint32_t rejections_ = 0;          // ... times in a row (backoff: 2^this)
+  void forget_windows() {
+    windows_.clear();
+    chosen_slot_ = nullptr;
+  }
+  std::uint64_t next_check_ = 0;     // last_rejected_ is not checked before this serial
+  std::uint64_t last_rejected_ = 0;  // the last period that failed ...
+  std::uint32_t rejections_ = 0;     // ... times in a row (backoff: 2^this)
   static constexpr std::uint32_t kMaxBackoff = 10;
   std::size_t min_period_ = kMinPeriod;        // shorter periods are not looked for
   std::uint64_t declined_ = 0;                 // a period whose plan was too high ...
