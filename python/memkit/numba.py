@@ -9,7 +9,7 @@ host and pinned memory stay Numba's.
 """
 import ctypes
 
-from numba import config, cuda
+from numba import cuda
 from numba.cuda import GetIpcHandleMixin, HostOnlyCUDAMemoryManager, MemoryInfo, MemoryPointer
 
 from . import _cuda
@@ -17,21 +17,16 @@ from . import _cuda
 
 def _device_pointer(address):
     """The pointer type Numba's driver works with: the NVIDIA binding's CUdeviceptr
-    where Numba uses that binding (numba-cuda does by default, and takes int() of the
-    pointer), else a ctypes integer."""
+    where the driver module uses that binding (numba-cuda always does, and takes int()
+    of the pointer), else a ctypes pointer (Numba's older ctypes driver)."""
     try:
         from numba.cuda.cudadrv import driver
     except ImportError:
         driver = None
-    use_binding = getattr(driver, "USE_NV_BINDING", None)
-    if use_binding is None:
-        use_binding = getattr(config, "CUDA_USE_NVIDIA_BINDING", False)
-    if use_binding:
-        binding = getattr(driver, "binding", None)
-        if binding is None:
-            from cuda import cuda as binding
+    binding = getattr(driver, "binding", None)
+    if binding is not None and getattr(driver, "USE_NV_BINDING", True):
         return binding.CUdeviceptr(address)
-    return ctypes.c_uint64(address)
+    return ctypes.c_void_p(address)
 
 
 def _finalizer(device, address):
