@@ -63,6 +63,7 @@ struct replay_result {
   std::vector<std::uint64_t> unmaps_by_step;
   std::uint64_t waits = 0;                 // sim only: waits on unfinished fences (host stalls)
   std::uint64_t simulated_backend_ns = 0;  // sim only: the device's modelled cost of those calls
+  std::uint64_t fences_recorded = 0;       // sim only: fences recorded on the device's queues
   std::uint64_t loop_ns = 0;               // wall time of the replay loop only
   double ns_per_event = 0;
   statistics final_statistics;

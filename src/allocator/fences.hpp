@@ -35,6 +35,13 @@ class fence_tracker {
     return free_serial <= safe_serial_[queue];
   }
   void note_free(queue_id queue, serial_t serial) { queues_[queue].last_free_serial = serial; }
+  // Whether a free that idled pages should record a fence now: when none is
+  // outstanding on `queue`, or the newest is kFreesPerFence frees old. Pages idled
+  // in between wait for the next one, or for the fence a refresh records.
+  bool wants_record(queue_id queue, serial_t serial) const {
+    const queue_state& qs = queues_[queue];
+    return qs.records.empty() || serial >= qs.records.back().serial + kFreesPerFence;
+  }
   bool has_unsafe_frees() const;
 
   // A refresh, around the backend calls: the queues to record a fence on and to
@@ -58,6 +65,12 @@ class fence_tracker {
   std::vector<fence> get_newest(std::optional<queue_id> only) const;
 
   static constexpr std::size_t kMaxRecords = 1024;  // outstanding per queue
+  // Frees between fences recorded for idle pages: one event a free cost the host
+  // 60-330 cuda calls a step on the suite's loops; every 16th placed the same.
+  // Frees between fences recorded for idle pages. One for every free that idled a
+  // page was 60-330 events a step on the suite's loops; one per 64 frees, or where
+  // none is outstanding, places the same with as few waits (docs/BENCHMARKS.md).
+  static constexpr serial_t kFreesPerFence = 64;
 
  private:
   std::vector<serial_t> safe_serial_;  // never resized: get_safe_serials stays valid

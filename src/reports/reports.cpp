@@ -91,7 +91,10 @@ nlohmann::json replay_json(const trace::report_section& section) {
     out["unfinished_waits"] = result.waits;
   }
   out["ns_per_event"] = result.ns_per_event;
-  if (sim) out["simulated_backend_ns"] = result.simulated_backend_ns;
+  if (sim) {
+    out["simulated_backend_ns"] = result.simulated_backend_ns;
+    out["fences_recorded"] = result.fences_recorded;
+  }
   out["replay_ns"] = result.loop_ns;
   if (section.min_capacity) {
     out["min_capacity_bytes"] = section.min_capacity->min_capacity_bytes;

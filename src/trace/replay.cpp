@@ -230,6 +230,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   }
   if (const auto* sim = dynamic_cast<const sim_backend*>(setup.device.get())) {
     result.simulated_backend_ns = sim->get_counters().simulated_ns;
+    result.fences_recorded = sim->get_counters().fences_recorded;
     result.waits = sim->get_counters().unfinished_waits;
   }
   return result;

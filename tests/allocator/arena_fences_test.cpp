@@ -3,6 +3,9 @@
 // waits only for the frees it needs; a second queue still finds fresh memory.
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "allocator/fences.hpp"
 #include "memkit/memkit.hpp"
 
 namespace memkit {
@@ -80,6 +83,24 @@ TEST(arena_fences, a_wait_for_idle_pages_waits_only_for_the_frees_it_needs) {
   EXPECT_EQ(alloc.get_statistics().unmaps, 4u);
   EXPECT_EQ(alloc.get_statistics().reserved_bytes, 32 * MiB) << "A's pages moved, 4 more made";
   for (const allocation& live : {x, y, b}) alloc.free(live.address);
+}
+
+// Frees that idle pages record a fence only where none is outstanding or the newest
+// is kFreesPerFence frees old: an event a free was host time on every step.
+TEST(arena_fences, frees_that_idle_pages_record_few_fences) {
+  sim_backend device(two_queues());
+  allocator alloc(device, arena_options(4.0));
+  constexpr std::size_t kBlocks = 256;
+  std::vector<allocation> blocks;
+  for (std::size_t i = 0; i < kBlocks; ++i) blocks.push_back(alloc.allocate(2 * MiB, 0));
+  const std::uint64_t before = device.get_counters().fences_recorded;
+  for (const allocation& a : blocks) {
+    device.submit(0);  // each block's work, still queued
+    alloc.free(a.address);
+  }
+  const std::uint64_t recorded = device.get_counters().fences_recorded - before;
+  EXPECT_GE(recorded, 1u) << "the first free that idled a page records one";
+  EXPECT_LE(recorded, kBlocks / fence_tracker::kFreesPerFence + 1) << "one every 64 frees";
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ struct sim_options {
   std::uint64_t map_ns = 1'100;
   std::uint64_t set_access_ns = 30'000;
   std::uint64_t unmap_ns = 21'000;
+  std::uint64_t record_fence_ns = 220;  // cudaEventRecord
+  std::uint64_t query_fence_ns = 170;   // cudaEventQuery
   // Keep the contents of every segment in host memory so transfers and kernels
   // work; off, they throw. Off by default: replays of large traces stay cheap.
   bool store_contents = false;
@@ -62,6 +64,7 @@ struct sim_counters {
   std::uint64_t waits = 0;
   std::uint64_t unfinished_waits = 0;  // waits on a fence not yet complete: the host stalls
   std::uint64_t fence_queries = 0;
+  std::uint64_t fences_recorded = 0;  // get_submitted calls
   std::size_t reserved_bytes = 0;
   std::size_t peak_reserved_bytes = 0;
   std::uint64_t ranges_reserved = 0;

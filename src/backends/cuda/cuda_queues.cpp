@@ -56,6 +56,9 @@ std::uint64_t cuda_backend::get_submitted(queue_id queue) {
   cuda_detail::device_scope scope(s.options.device);
   std::lock_guard lock(s.fence_mutex);
   cudaEvent_t event = nullptr;
+  // Events come back when polled; without polls, take back the completed ones here
+  // rather than create events without end.
+  if (s.event_pool.empty()) s.poll_locked(queue);
   if (!s.event_pool.empty()) {
     event = s.event_pool.back();
     s.event_pool.pop_back();
@@ -79,18 +82,22 @@ std::uint64_t cuda_backend::get_completed(queue_id queue) const {
   const state& s = *state_;
   s.check_queue(queue, "get_completed");
   std::lock_guard lock(s.fence_mutex);
-  cuda_detail::queue_fences& qf = s.queues[queue];
+  s.poll_locked(queue);
+  return s.queues[queue].completed;
+}
+
+void cuda_backend::state::poll_locked(queue_id queue) const {
+  cuda_detail::queue_fences& qf = queues[queue];
   while (!qf.pending.empty()) {
     const cuda_detail::pending_fence front = qf.pending.front();
     const cudaError_t error = cudaEventQuery(front.event);
-    s.counters.event_queries++;
+    counters.event_queries++;
     if (error == cudaErrorNotReady) break;
     if (error != cudaSuccess) throw_cuda_error("get_completed", "cudaEventQuery", error);
     qf.completed = front.value;
     qf.pending.pop_front();
-    s.recycle_locked(front.event);
+    recycle_locked(front.event);
   }
-  return qf.completed;
 }
 
 void cuda_backend::wait(fence f) {

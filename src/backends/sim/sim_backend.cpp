@@ -80,6 +80,8 @@ void sim_backend::check_queue(queue_id queue, const char* function) const {
 std::uint64_t sim_backend::get_submitted(queue_id queue) {
   check_queue(queue, "get_submitted");
   std::lock_guard lock(mutex_);
+  counters_.fences_recorded++;
+  counters_.simulated_ns += options_.record_fence_ns;
   return submitted_[queue];
 }
 
@@ -87,6 +89,7 @@ std::uint64_t sim_backend::get_completed(queue_id queue) const {
   check_queue(queue, "get_completed");
   std::lock_guard lock(mutex_);
   counters_.fence_queries++;
+  counters_.simulated_ns += options_.query_fence_ns;
   return completed_[queue];
 }
 
