@@ -66,6 +66,7 @@ struct replay_result {
   std::uint64_t fences_recorded = 0;       // sim only: fences recorded on the device's queues
   std::uint64_t loop_ns = 0;               // wall time of the replay loop only
   double ns_per_event = 0;
+  double ns_per_event_after_warmup = 0;  // the steady state: the steps after the warm-up
   statistics final_statistics;
 };
 

@@ -91,6 +91,8 @@ nlohmann::json replay_json(const trace::report_section& section) {
     out["unfinished_waits"] = result.waits;
   }
   out["ns_per_event"] = result.ns_per_event;
+  if (result.has_unmaps_after_warmup)
+    out["ns_per_event_after_warmup"] = result.ns_per_event_after_warmup;
   if (sim) {
     out["simulated_backend_ns"] = result.simulated_backend_ns;
     out["fences_recorded"] = result.fences_recorded;

@@ -184,6 +184,8 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   pauses.push_back(total);
   const bool after_warmup = trace.step_starts.size() > trace.warmup_steps;
   std::uint64_t unmaps_at_warmup = 0;
+  std::uint64_t events_at_warmup = 0;
+  std::chrono::steady_clock::time_point warmup_end;
   const auto run = [&](std::uint64_t first, std::uint64_t stop) {
     if (options.progress) {
       const auto& progress = options.progress;
@@ -197,7 +199,11 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t unmaps_before = 0;
   for (std::size_t k = 0; k < pauses.size(); ++k) {
-    if (after_warmup && k == trace.warmup_steps) unmaps_at_warmup = unmaps_before;
+    if (after_warmup && k == trace.warmup_steps) {
+      unmaps_at_warmup = unmaps_before;
+      events_at_warmup = result.events;
+      warmup_end = std::chrono::steady_clock::now();
+    }
     result.events = run(result.events, std::max(result.events, pauses[k]));
     if (!result.completed) break;
     if (!trace.step_starts.empty()) {
@@ -227,6 +233,13 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   if (after_warmup && result.completed) {
     result.has_unmaps_after_warmup = true;
     result.unmaps_after_warmup = result.unmaps - unmaps_at_warmup;
+    const std::uint64_t events = result.events - events_at_warmup;
+    if (events > 0) {
+      result.ns_per_event_after_warmup =
+          static_cast<double>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(stop - warmup_end).count()) /
+          static_cast<double>(events);
+    }
   }
   if (const auto* sim = dynamic_cast<const sim_backend*>(setup.device.get())) {
     result.simulated_backend_ns = sim->get_counters().simulated_ns;
