@@ -290,12 +290,15 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   const std::uint32_t first = first_page(b);
   const std::uint32_t last = last_page(b);
   std::size_t need = 0;
-  for (std::uint32_t i = first; i <= last; ++i) {
-    const page_map::page& p = pages_.at(i);
-    if (p.busy)
-      r.must_wait = true;
-    else if (!p.physical)
-      ++need;
+  // Usually every page is mapped and none busy: one look at the bitmap says so.
+  if (pages_.count_usable(first, last) != last - first + 1) {
+    for (std::uint32_t i = first; i <= last; ++i) {
+      const page_map::page& p = pages_.at(i);
+      if (p.busy)
+        r.must_wait = true;
+      else if (!p.physical)
+        ++need;
+    }
   }
   // Idle pages elsewhere, least recently used first, that this queue may take,
   // for the pages that new ones cannot give within the slack over the peak in
@@ -334,12 +337,16 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   r.b = b;
   r.creates = creates;
   r.reserving = creates * g;
+  if (need == 0 && !r.must_wait) {  // every page mapped: only the users change
+    for (std::uint32_t i = first; i <= last; ++i) pages_.add_user(i);
+    return true;
+  }
   std::size_t k = 0;
   for (std::uint32_t i = first; i <= last; ++i) {
     page_map::page& p = pages_.at(i);
     const bool needs_page = !p.physical && !p.busy;
     // Only a request that maps or waits can be cancelled.
-    if ((need > 0 || r.must_wait) && p.users == 0 && p.physical)
+    if (p.users == 0 && p.physical)
       r.was_idle.push_back({i, p.queue, p.free_serial});
     pages_.add_user(i);
     if (!needs_page) continue;

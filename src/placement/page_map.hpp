@@ -81,7 +81,7 @@ class page_map {
   page_index get_idle_tail() const { return idle_tail_; }
 
   void add_user(page_index i) {
-    page& p = at(i);
+    page& p = pages_[i];
     if (p.users++ == 0 && p.idle) unlink_idle(i);
   }
 
