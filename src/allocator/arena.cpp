@@ -346,8 +346,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
     page_map::page& p = pages_.at(i);
     const bool needs_page = !p.physical && !p.busy;
     // Only a request that maps or waits can be cancelled.
-    if (p.users == 0 && p.physical)
-      r.was_idle.push_back({i, p.queue, p.free_serial});
+    if (p.users == 0 && p.physical) r.was_idle.push_back({i, p.queue, p.free_serial});
     pages_.add_user(i);
     if (!needs_page) continue;
     pages_.set_busy(i, true);
