@@ -272,12 +272,9 @@ block* arena::take_online(std::size_t size, queue_id queue, request& r) {
         if (++candidates > max_candidates ||
             (near_only && free_range->size > size + size / kNearFit))
           return false;
+        const std::uint32_t first_page = page_of(start);
         const std::uint32_t last_page = page_of(start + size - 1);
-        if (last_page >= pages_.get_count()) return false;
-        for (std::uint32_t i = page_of(start); i <= last_page; ++i) {
-          if (!pages_.get(i).physical) return false;
-        }
-        return true;
+        return pages_.count_usable(first_page, last_page) == last_page - first_page + 1;
       },
       &r.previous_queue);
   if (!b && !near_only) b = take_most_mapped(size, queue, &r.previous_queue);

@@ -138,7 +138,12 @@ class range_placer {
  private:
   free_index index_;
   bool by_offset_ = false;
-  std::map<std::uint64_t, Node*> by_offset_map_;  // filed ranges by offset, where kept
+  // Tree nodes of the offset index, recycled: the arena files and unfiles a range
+  // on every request.
+  free_list offset_nodes_;
+  std::map<std::uint64_t, Node*, std::less<>,
+           recycling_allocator<std::pair<const std::uint64_t, Node*>>>
+      by_offset_map_{recycling_allocator<std::pair<const std::uint64_t, Node*>>(&offset_nodes_)};
   node_pool<Node> records_;
 };
 
