@@ -139,9 +139,9 @@ class range_placer {
  private:
   free_index index_;
   bool by_offset_ = false;
-  // The offset index: filed ranges sorted by offset, in one array (a region holds
-  // tens to hundreds of free ranges; filed and unfiled on every request, an array
-  // touches a few cache lines where a tree chased a node per level).
+  // The offset index: filed ranges sorted by offset, in one array (a plan's region
+  // holds a handful of free ranges, filed and unfiled on every request: an array
+  // touches a cache line or two where a tree chased a node per level).
   using offset_entry = std::pair<std::uint64_t, Node*>;
   std::vector<offset_entry> offset_index_;
   typename std::vector<offset_entry>::iterator lower_bound_offset(std::uint64_t offset) {
