@@ -274,7 +274,7 @@ block* arena::take_online(std::size_t size, queue_id queue, request& r) {
           return false;
         const std::uint32_t first_page = page_of(start);
         const std::uint32_t last_page = page_of(start + size - 1);
-        return pages_.count_usable(first_page, last_page) == last_page - first_page + 1;
+        return pages_.are_all_usable(first_page, last_page);
       },
       &r.previous_queue);
   if (!b && !near_only) b = take_most_mapped(size, queue, &r.previous_queue);
@@ -288,7 +288,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   const std::uint32_t last = last_page(b);
   std::size_t need = 0;
   // Usually every page is mapped and none busy: one look at the bitmap says so.
-  if (pages_.count_usable(first, last) != last - first + 1) {
+  if (!pages_.are_all_usable(first, last)) {
     for (std::uint32_t i = first; i <= last; ++i) {
       const page_map::page& p = pages_.at(i);
       if (p.busy)

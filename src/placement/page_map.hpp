@@ -62,6 +62,17 @@ class page_map {
     }
     return kNoPage;
   }
+  // Whether every page in [first, last] is usable (a mask test a word, no count).
+  bool are_all_usable(std::uint64_t first, std::uint64_t last) const {
+    if (last >= pages_.size()) return false;
+    for (std::uint64_t w = first / 64; w <= last / 64; ++w) {
+      std::uint64_t mask = ~std::uint64_t{0};
+      if (w == first / 64) mask &= ~std::uint64_t{0} << (first % 64);
+      if (w == last / 64 && last % 64 != 63) mask &= (std::uint64_t{1} << (last % 64 + 1)) - 1;
+      if ((usable_[w] & mask) != mask) return false;
+    }
+    return true;
+  }
   // Usable pages in [first, last].
   std::uint64_t count_usable(std::uint64_t first, std::uint64_t last) const {
     if (first >= pages_.size()) return 0;
