@@ -65,8 +65,6 @@ class fence_tracker {
   std::vector<fence> get_newest(std::optional<queue_id> only) const;
 
   static constexpr std::size_t kMaxRecords = 1024;  // outstanding per queue
-  // Frees between fences recorded for idle pages: one event a free cost the host
-  // 60-330 cuda calls a step on the suite's loops; every 16th placed the same.
   // Frees between fences recorded for idle pages. One for every free that idled a
   // page was 60-330 events a step on the suite's loops; one per 64 frees, or where
   // none is outstanding, places the same with as few waits (docs/BENCHMARKS.md).

@@ -58,7 +58,7 @@ std::uint64_t cuda_backend::get_submitted(queue_id queue) {
   cudaEvent_t event = nullptr;
   // Events come back when polled; without polls, take back the completed ones here
   // rather than create events without end.
-  if (s.event_pool.empty()) s.poll_locked(queue);
+  if (s.event_pool.empty()) s.poll_locked(queue, "get_submitted");
   if (!s.event_pool.empty()) {
     event = s.event_pool.back();
     s.event_pool.pop_back();
@@ -82,18 +82,18 @@ std::uint64_t cuda_backend::get_completed(queue_id queue) const {
   const state& s = *state_;
   s.check_queue(queue, "get_completed");
   std::lock_guard lock(s.fence_mutex);
-  s.poll_locked(queue);
+  s.poll_locked(queue, "get_completed");
   return s.queues[queue].completed;
 }
 
-void cuda_backend::state::poll_locked(queue_id queue) const {
+void cuda_backend::state::poll_locked(queue_id queue, const char* function) const {
   cuda_detail::queue_fences& qf = queues[queue];
   while (!qf.pending.empty()) {
     const cuda_detail::pending_fence front = qf.pending.front();
     const cudaError_t error = cudaEventQuery(front.event);
     counters.event_queries++;
     if (error == cudaErrorNotReady) break;
-    if (error != cudaSuccess) throw_cuda_error("get_completed", "cudaEventQuery", error);
+    if (error != cudaSuccess) throw_cuda_error(function, "cudaEventQuery", error);
     qf.completed = front.value;
     qf.pending.pop_front();
     recycle_locked(front.event);

@@ -110,8 +110,9 @@ struct cuda_backend::state {
   mutable cuda_detail::atomic_counters counters;
 
   void recycle_locked(cudaEvent_t event) const;
-  // Pops the completed fences at the front of the queue's pending ones, in order.
-  void poll_locked(queue_id queue) const;
+  // Pops the completed fences at the front of the queue's pending ones, in order;
+  // `function` names the caller in errors.
+  void poll_locked(queue_id queue, const char* function) const;
   void destroy_events();
 
   // Mappings, kept by map/unmap and communication segments (cuda_peers.cpp).
