@@ -181,7 +181,6 @@ allocator::~allocator() {
     queue = b->queue;
     idled_pages = s.free_locked(b, address);
     serial = s.free_serial;
-    idled_pages = idled_pages && s.fences.wants_record(queue, serial);
     over_cache_limit = s.stats.cached_bytes > s.cache_limit;
     if (s.validating) s.validate_locked();
   }

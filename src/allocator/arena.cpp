@@ -486,7 +486,7 @@ bool arena::free(block* b, std::uint64_t serial) {
   for (std::uint32_t i = first; i <= last; ++i) idled |= pages_.remove_user(i, queue, serial);
   if (!idled || fences_wanted_ == 0) return false;
   fences_wanted_--;
-  return true;
+  return fences_.wants_record(queue, serial);
 }
 
 bool arena::is_settled(const block* b) const {

@@ -107,7 +107,8 @@ class arena {
   // Undoes a plan before any backend call was made.
   void abandon(request& r);
   // Frees a live (or deferred) block. Whether the caller should record a fence
-  // after it: it left pages idle while pages move.
+  // after it: it left pages idle while pages move, and the queue's fences want one
+  // (fence_tracker::wants_record).
   bool free(pools::block* b, std::uint64_t serial);
   // While no page of the block is being mapped; then whether all are mapped.
   bool is_settled(const pools::block* b) const;
