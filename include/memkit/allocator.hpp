@@ -33,8 +33,10 @@
 //             a new block only once its last user's work completed, and only for
 //             the pages that new ones cannot give within
 //               reserved <= (1 + arena_slack) * peak active  (and the limit).
-//             With slack, a block goes where its pages are most mapped, also
-//             inside a larger free range; past the slack it waits for the
+//             With slack, a block goes where its pages are all mapped (one of 8
+//             pages or more: to the shortest mapped run that holds it, so longer
+//             runs stay whole), else where they are most mapped, also inside a
+//             larger free range; past the slack it waits for the
 //             oldest fence that frees enough idle pages (one is recorded after
 //             each free that leaves pages idle), never for the whole queue.
 //             The small pool beside it shares the slack: it grows by releasing

@@ -23,6 +23,10 @@ using pools::block;
 constexpr int kMappedCandidates = 16;
 constexpr int kMappedCandidatesWithSlack = 256;
 constexpr std::size_t kNearFit = 8;  // "near": within 1/8 of the request
+// Blocks of at least this many pages are placed by the mapped runs they fit (a
+// partial page is at most an eighth of them); smaller ones by free ranges, whose
+// bytes they pack so that neighbours share their partial pages.
+constexpr std::size_t kRunFitPages = 8;
 // Work, at most, looking for mapped pages inside free ranges (bitmap words read).
 constexpr std::size_t kWindowPageScan = 4096;
 // Frees that record a fence after pages moved or a request waited for them: while
@@ -88,6 +92,51 @@ block* arena::take_most_mapped(std::size_t size, queue_id queue, queue_id* previ
     return scan_left == 0 || best_need == 0;
   });
   if (!best || best_need == best_pages) return nullptr;  // nothing mapped: plain best fit
+  return range_.take_at(best, best_start, size, queue, previous_queue);
+}
+
+// With slack, the first choice for a block of many pages: best fit over runs of mapped
+// pages rather than over free ranges. The block goes to the start of the shortest run
+// of usable pages inside a free range that holds it, so that it leaves the longer
+// mapped runs whole for larger blocks to come (a free range's size says nothing of
+// how much of it is mapped: a small block cut from the tightest free range may split
+// the one run a larger block of the next step needed). Null when no run holds it.
+block* arena::take_tightest_run(std::size_t size, queue_id queue, queue_id* previous_queue) {
+  const std::uint64_t g = page_size_;
+  if (pages_.get_count() == 0) return nullptr;
+  const block* best = nullptr;
+  std::uint64_t best_start = 0;
+  std::uint64_t best_room = std::numeric_limits<std::uint64_t>::max();
+  std::size_t scan_left = kWindowPageScan;
+  int ranges = 0;
+  range_.visit_usable(size, queue, [&](const block* range) {
+    if (++ranges > kMappedCandidatesWithSlack) return true;
+    const std::uint64_t range_end = range->offset + range->size;
+    const std::uint64_t last = std::min<std::uint64_t>((range_end - 1) / g, pages_.get_count() - 1);
+    std::uint64_t page = range->offset / g;
+    while (page <= last && scan_left > 0) {
+      if (!pages_.is_usable(page)) {
+        const std::uint64_t found = pages_.find_run_start(page, last);
+        scan_left -= std::min<std::size_t>(
+            scan_left, (found == page_map::kNoPage ? last : found) / 64 - page / 64 + 1);
+        if (found == page_map::kNoPage) break;
+        page = found;
+      }
+      const std::uint64_t end_page = pages_.find_unusable(page, last);  // one past the run
+      scan_left -= std::min<std::size_t>(scan_left, end_page / 64 - page / 64 + 1);
+      const std::uint64_t start = std::max<std::uint64_t>(range->offset, page * g);
+      const std::uint64_t end = std::min<std::uint64_t>(range_end, end_page * g);
+      if (end > start && end - start >= size && end - start < best_room) {
+        best = range;
+        best_start = start;
+        best_room = end - start;
+      }
+      page = end_page + 1;
+    }
+    // A run that leaves less than a page over cannot be beaten by much.
+    return scan_left == 0 || best_room < size + g;
+  });
+  if (!best) return nullptr;
   return range_.take_at(best, best_start, size, queue, previous_queue);
 }
 
@@ -260,23 +309,30 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
 }
 
 block* arena::take_online(std::size_t size, queue_id queue, request& r) {
-  // First choice: a free range whose pages are all mapped already where the block
-  // would be cut, among the first few that fit; it costs no map call. With slack,
-  // then the most-mapped place inside a free range. Otherwise best fit.
+  // First choice: a place whose pages are all mapped already; it costs no map call.
+  // A block of many pages takes the shortest mapped run that holds it; a smaller one,
+  // the best-fitting free range whose pages are mapped where it would be cut, among
+  // the first few that fit (its partial pages are shared with its neighbours). With
+  // slack, then the most-mapped place inside a free range. Otherwise best fit.
   const bool near_only = slack_ <= 0.0;
-  const int max_candidates = near_only ? kMappedCandidates : kMappedCandidatesWithSlack;
-  int candidates = 0;
-  block* b = range_.take_where(
-      size, queue,
-      [&](const block* free_range, std::size_t start) {
-        if (++candidates > max_candidates ||
-            (near_only && free_range->size > size + size / kNearFit))
-          return false;
-        const std::uint32_t first_page = page_of(start);
-        const std::uint32_t last_page = page_of(start + size - 1);
-        return pages_.are_all_usable(first_page, last_page);
-      },
-      &r.previous_queue);
+  block* b = nullptr;
+  if (!near_only && size >= kRunFitPages * page_size_) {
+    b = take_tightest_run(size, queue, &r.previous_queue);
+  } else {
+    const int max_candidates = near_only ? kMappedCandidates : kMappedCandidatesWithSlack;
+    int candidates = 0;
+    b = range_.take_where(
+        size, queue,
+        [&](const block* free_range, std::size_t start) {
+          if (++candidates > max_candidates ||
+              (near_only && free_range->size > size + size / kNearFit))
+            return false;
+          const std::uint32_t first_page = page_of(start);
+          const std::uint32_t last_page = page_of(start + size - 1);
+          return pages_.are_all_usable(first_page, last_page);
+        },
+        &r.previous_queue);
+  }
   if (!b && !near_only) b = take_most_mapped(size, queue, &r.previous_queue);
   if (!b) b = range_.take(size, queue, &r.previous_queue);
   return b;

@@ -168,6 +168,7 @@ class arena {
   // Counts the pages under a placed block and plans the ones to map (see take).
   bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
   pools::block* take_most_mapped(std::size_t size, queue_id queue, queue_id* previous_queue);
+  pools::block* take_tightest_run(std::size_t size, queue_id queue, queue_id* previous_queue);
   std::uint32_t page_of(std::size_t offset) const {
     return static_cast<std::uint32_t>(offset >> page_shift_);
   }

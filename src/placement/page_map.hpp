@@ -62,6 +62,20 @@ class page_map {
     }
     return kNoPage;
   }
+  // The first page in [from, to] that is not usable; to + 1 if every one is (pages
+  // past the last count as unusable).
+  std::uint64_t find_unusable(std::uint64_t from, std::uint64_t to) const {
+    if (from >= pages_.size()) return from;
+    for (std::uint64_t w = from / 64; w <= to / 64; ++w) {
+      std::uint64_t holes = w < usable_.size() ? ~usable_[w] : ~std::uint64_t{0};
+      if (w == from / 64) holes &= ~std::uint64_t{0} << (from % 64);
+      if (holes) {
+        const std::uint64_t first = w * 64 + static_cast<std::uint64_t>(std::countr_zero(holes));
+        return first <= to ? first : to + 1;
+      }
+    }
+    return to + 1;
+  }
   // Whether every page in [first, last] is usable (a mask test a word, no count).
   bool are_all_usable(std::uint64_t first, std::uint64_t last) const {
     if (last >= pages_.size()) return false;

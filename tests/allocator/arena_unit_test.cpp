@@ -149,6 +149,45 @@ TEST(arena_unit, the_slack_bounds_reserved) {
   }
 }
 
+// A block of many pages goes to the shortest run of mapped pages that holds it, not
+// to the smallest free range: the free range of 30 MiB has 8 mapped pages, the one of
+// 20 MiB 10. A 16 MiB block takes the 8, and a 20 MiB block after it still finds its
+// 10 whole; neither maps a page.
+TEST(arena_unit, a_large_block_takes_the_shortest_mapped_run_that_holds_it) {
+  arena_test t(0.02);
+  ASSERT_TRUE(t.vm);
+  pools::block* x = t.place(14 * MiB);  // pages 0-6
+  pools::block* y = t.place(16 * MiB);  // pages 7-14
+  t.place(2 * MiB);                     // page 15, stays
+  pools::block* z = t.place(20 * MiB);  // pages 16-25
+  t.place(2 * MiB);                     // page 26, stays
+  ASSERT_EQ(y->offset, 14 * MiB);
+  ASSERT_EQ(z->offset, 32 * MiB);
+  t.free(x);
+  t.free(y);
+  t.complete_all();
+  std::vector<page_plan> released;
+  t.count(t.vm->release_idle(14 * MiB, released));  // x's pages, the least recently idle
+  t.vm->give_back(released);
+  ASSERT_EQ(released.size(), 7u);
+  t.free(z);
+  t.complete_all();
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(16 * MiB, 0, t.room(), r));
+  EXPECT_EQ(r.b->offset, 14 * MiB) << "the run of 8 mapped pages, inside the larger free range";
+  EXPECT_TRUE(r.pages.empty());
+  std::vector<page_plan> to_release;
+  t.count(t.vm->finish(r, t.vm->map(r), to_release));
+  arena::request next;
+  ASSERT_TRUE(t.vm->take(20 * MiB, 0, t.room(), next));
+  EXPECT_EQ(next.b->offset, 32 * MiB);
+  EXPECT_TRUE(next.pages.empty()) << "the run of 10 mapped pages was left whole";
+  t.count(t.vm->finish(next, t.vm->map(next), to_release));
+  EXPECT_EQ(t.unmaps, 7u);  // only the release
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_NO_THROW(t.vm->validate(false));
+}
+
 TEST(arena_unit, idle_pages_are_stolen_least_recently_used_first) {
   arena_test t(0.0);
   // One-page blocks, each between live ones: no hole fits two pages.

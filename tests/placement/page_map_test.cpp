@@ -27,7 +27,7 @@ TEST(page_map, usable_pages_are_mapped_and_not_busy) {
   EXPECT_FALSE(pages.is_usable(3));
 }
 
-TEST(page_map, counts_and_run_starts_agree_with_the_pages) {
+TEST(page_map, counts_runs_and_holes_agree_with_the_pages) {
   std::mt19937_64 rng(5);
   for (int round = 0; round < 50; ++round) {
     page_map pages;
@@ -50,6 +50,14 @@ TEST(page_map, counts_and_run_starts_agree_with_the_pages) {
         }
       }
       ASSERT_EQ(pages.find_run_start(first, last), start) << first << ".." << last;
+      std::uint64_t unusable = last + 1;
+      for (std::uint64_t i = first; i <= last; ++i) {
+        if (!usable(pages, i)) {
+          unusable = i;
+          break;
+        }
+      }
+      ASSERT_EQ(pages.find_unusable(first, last), unusable) << first << ".." << last;
     }
   }
 }
