@@ -97,10 +97,11 @@ block* arena::take_most_mapped(std::size_t size, queue_id queue, queue_id* previ
 
 // With slack, the first choice for a block of many pages: best fit over runs of mapped
 // pages rather than over free ranges. The block goes to the start of the shortest run
-// of usable pages inside a free range that holds it, so that it leaves the longer
-// mapped runs whole for larger blocks to come (a free range's size says nothing of
-// how much of it is mapped: a small block cut from the tightest free range may split
-// the one run a larger block of the next step needed). Null when no run holds it.
+// of usable pages inside the first few free ranges that hold it (bounded work under
+// the lock), so that it leaves the longer mapped runs whole for larger blocks to come
+// (a free range's size says nothing of how much of it is mapped: a small block cut
+// from the tightest free range may split the one run a larger block of the next step
+// needed). Null when no run holds it.
 block* arena::take_tightest_run(std::size_t size, queue_id queue, queue_id* previous_queue) {
   const std::uint64_t g = page_size_;
   if (pages_.get_count() == 0) return nullptr;
