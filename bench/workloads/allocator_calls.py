@@ -101,28 +101,40 @@ std::vector<double> replay(const std::string& lib, torch::Tensor kind, torch::Te
 
 
 def read_trace(path):
-    """Events (kind, block, size) of a memkit trace, and where its warm-up ends."""
+    """Events (kind, block, size) of a memkit trace, and where its warm-up ends. A line
+    that is not a memkit trace line, or a free of a block not live, stops the run with
+    the file and line."""
     kind, block, size = [], [], []
-    ids = {}
+    ids = {}  # live trace id -> block number
     blocks = 0
     warmup = 0
     step_starts = []
     with gzip.open(path, "rt") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             line = line.strip()
+            fields = line.split(",")
             if line.startswith("# warmup_steps:"):
                 warmup = int(line.split(":")[1])
+            elif not line or line.startswith("#") or line.startswith("@"):
+                continue
             elif line == "s":
                 step_starts.append(len(kind))
-            elif line.startswith("a,"):
-                p = line.split(",")
-                ids[p[1]] = blocks
+            elif fields[0] == "a" and len(fields) >= 3 and fields[2].isdigit():
+                ids[fields[1]] = blocks
+                kind.append(0)
+                block.append(blocks)
+                size.append(int(fields[2]))
                 blocks += 1
-                kind.append(0), block.append(ids[p[1]]), size.append(int(p[2]))
-            elif line.startswith("f,"):
-                p = line.split(",")
-                if p[1] in ids:
-                    kind.append(1), block.append(ids.pop(p[1])), size.append(0)
+            elif fields[0] == "f" and len(fields) >= 2:
+                if fields[1] not in ids:
+                    sys.exit("[allocator_calls] %s:%d: free of block %s, which is not live"
+                             % (path, number, fields[1]))
+                kind.append(1)
+                block.append(ids.pop(fields[1]))
+                size.append(0)
+            else:
+                sys.exit("[allocator_calls] %s:%d: not a memkit trace line: %r"
+                         % (path, number, line[:80]))
     timed_from = step_starts[warmup] if len(step_starts) > warmup else 0
     return (torch.tensor(np.array(kind, dtype=np.int8)), torch.tensor(np.array(block, dtype=np.int64)),
             torch.tensor(np.array(size, dtype=np.int64)), blocks, timed_from)

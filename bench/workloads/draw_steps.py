@@ -19,8 +19,11 @@ def read(path):
     meta, prologue, steps = [], [], []
     current = prologue
     with gzip.open(path, "rt") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             line = line.rstrip("\n")
+            if line and line != "s" and not line.startswith(("#", "@", "a,", "f,")):
+                sys.exit("[draw_steps] %s:%d: not a memkit trace line: %r"
+                         % (path, number, line[:80]))
             if line.startswith("#"):
                 key = line[1:].split(":", 1)[0].strip()
                 if key not in ("steps", "warmup_steps"):
