@@ -5,7 +5,7 @@ that free everything they allocate (inference steps do; training steps keep
 gradients and optimizer state across steps, and are refused). A drawn step's blocks
 get new numbers. The output's warm-up is the recorded steps, so `memkit replay`'s
 `unmaps_after_warmup_per_step` covers the drawn steps only: a check that a figure of
-the suite does not hang on the order its 20 steps came in.
+the suite does not hang on the order its recorded steps came in.
 
     python3 bench/workloads/draw_steps.py IN.trace.csv.gz OUT.trace.csv.gz N [SEED]
 """

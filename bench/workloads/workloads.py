@@ -3,7 +3,7 @@
 allocation traces and compared under three allocators on a CUDA GPU.
 
     workloads.py list
-    workloads.py record --out DIR [--loops L...] [--steps 20] [--jobs 4]
+    workloads.py record --out DIR [--loops L...] [--steps 35] [--jobs 4]
         Runs each loop (its own process, PyTorch's default allocator) with PyTorch's
         memory history on and writes DIR/<loop>.trace.csv.gz: memkit's trace format
         with a step marker line `s` before each iteration, and metadata (workload,
@@ -42,6 +42,7 @@ STAT_FIELDS = [
     "live_blocks", "segments", "maps", "unmaps",
 ]
 RECORD_WARMUP = 10  # steps a recorded trace counts as warm-up (its metadata warmup_steps), as compare
+COMPARE_STEPS = 25  # steps compare times after its warm-up; a recording covers both
 
 
 class MemkitStatistics(ctypes.Structure):
@@ -319,13 +320,14 @@ def main():
     sub.add_parser("list", help="the loops, with what each does")
     record = sub.add_parser("record", help="record each loop's allocation trace")
     record.add_argument("--out", required=True)
-    record.add_argument("--steps", type=int, default=20)
+    record.add_argument("--steps", type=int, default=RECORD_WARMUP + COMPARE_STEPS,
+                        help="steps recorded (default: the ones compare runs, warm-up and timed)")
     record.add_argument("--jobs", type=int, default=4,
                         help="loops recorded at once (recording does not time anything)")
     compare = sub.add_parser("compare", help="time each loop under each allocator")
     compare.add_argument("--lib", help="path of libmemkit_torch.so")
-    compare.add_argument("--warmup", type=int, default=10)
-    compare.add_argument("--steps", type=int, default=25)
+    compare.add_argument("--warmup", type=int, default=RECORD_WARMUP)
+    compare.add_argument("--steps", type=int, default=COMPARE_STEPS)
     compare.add_argument("--repeats", type=int, default=1)
     compare.add_argument("--allocators", nargs="+", default=["pytorch", "expandable", "memkit"])
     compare.add_argument("--json", help="write every run's result here (after each run)")
