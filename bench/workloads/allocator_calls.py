@@ -13,12 +13,14 @@ allocators' records have left the core's caches).
 """
 import argparse
 import glob
-import gzip
 import os
 import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_lines  # noqa: E402
 from torch.utils.cpp_extension import load_inline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -109,32 +111,25 @@ def read_trace(path):
     blocks = 0
     warmup = 0
     step_starts = []
-    with gzip.open(path, "rt") as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            fields = line.split(",")
+    for number, kind_of_line, line, fields in trace_lines.read(path, "allocator_calls"):
+        if kind_of_line == "#":
             if line.startswith("# warmup_steps:"):
                 warmup = int(line.split(":")[1])
-            elif not line or line.startswith("#") or line.startswith("@"):
-                continue
-            elif line == "s":
-                step_starts.append(len(kind))
-            elif fields[0] == "a" and len(fields) >= 3 and fields[2].isdigit():
-                ids[fields[1]] = blocks
-                kind.append(0)
-                block.append(blocks)
-                size.append(int(fields[2]))
-                blocks += 1
-            elif fields[0] == "f" and len(fields) >= 2:
-                if fields[1] not in ids:
-                    sys.exit("[allocator_calls] %s:%d: free of block %s, which is not live"
-                             % (path, number, fields[1]))
-                kind.append(1)
-                block.append(ids.pop(fields[1]))
-                size.append(0)
-            else:
-                sys.exit("[allocator_calls] %s:%d: not a memkit trace line: %r"
-                         % (path, number, line[:80]))
+        elif kind_of_line == "s":
+            step_starts.append(len(kind))
+        elif kind_of_line == "a":
+            ids[fields[1]] = blocks
+            kind.append(0)
+            block.append(blocks)
+            size.append(int(fields[2]))
+            blocks += 1
+        elif kind_of_line == "f":
+            if fields[1] not in ids:
+                sys.exit("[allocator_calls] %s:%d: free of block %s, which is not live"
+                         % (path, number, fields[1]))
+            kind.append(1)
+            block.append(ids.pop(fields[1]))
+            size.append(0)
     timed_from = step_starts[warmup] if len(step_starts) > warmup else 0
     return (torch.tensor(np.array(kind, dtype=np.int8)), torch.tensor(np.array(block, dtype=np.int64)),
             torch.tensor(np.array(size, dtype=np.int64)), blocks, timed_from)

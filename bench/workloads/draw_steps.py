@@ -10,29 +10,28 @@ the suite does not hang on the order its recorded steps came in.
     python3 bench/workloads/draw_steps.py IN.trace.csv.gz OUT.trace.csv.gz N [SEED]
 """
 import gzip
+import os
 import random
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_lines  # noqa: E402
 
 
 def read(path):
     """Metadata lines, the events before the first step, and the steps (lines)."""
     meta, prologue, steps = [], [], []
     current = prologue
-    with gzip.open(path, "rt") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if line and line != "s" and not line.startswith(("#", "@", "a,", "f,")):
-                sys.exit("[draw_steps] %s:%d: not a memkit trace line: %r"
-                         % (path, number, line[:80]))
-            if line.startswith("#"):
-                key = line[1:].split(":", 1)[0].strip()
-                if key not in ("steps", "warmup_steps"):
-                    meta.append(line)
-            elif line == "s":
-                current = []
-                steps.append(current)
-            elif line:
-                current.append(line)
+    for _, kind, line, _ in trace_lines.read(path, "draw_steps"):
+        if kind == "#":
+            key = line[1:].split(":", 1)[0].strip()
+            if key not in ("steps", "warmup_steps"):
+                meta.append(line)
+        elif kind == "s":
+            current = []
+            steps.append(current)
+        else:
+            current.append(line)
     return meta, prologue, steps
 
 

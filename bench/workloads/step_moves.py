@@ -7,10 +7,13 @@ the steps at or near a new peak.
 
     python3 bench/workloads/step_moves.py build/memkit TRACE.trace.csv.gz [-- FLAGS...]
 """
-import gzip
 import json
+import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_lines  # noqa: E402
 
 MIB = 1 << 20
 
@@ -20,31 +23,23 @@ def read_steps(path):
     live = {}
     current = 0
     steps = []  # [peak, largest]
-    with gzip.open(path, "rt") as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith(("#", "@")):
-                continue
-            if line == "s":
-                steps.append([current, 0])
-                continue
-            fields = line.split(",")
-            try:
-                if fields[0] == "a":
-                    size = int(fields[2])
-                    if fields[1] in live:
-                        raise ValueError("block %s allocated twice" % fields[1])
-                    live[fields[1]] = size
-                    current += size
-                    if steps:
-                        steps[-1][0] = max(steps[-1][0], current)
-                        steps[-1][1] = max(steps[-1][1], size)
-                elif fields[0] == "f":
-                    current -= live.pop(fields[1])
-                else:
-                    raise ValueError("not a memkit trace line")
-            except (IndexError, ValueError, KeyError) as error:
-                sys.exit("[step_moves] %s:%d: %s: %r" % (path, number, error, line[:80]))
+    for number, kind, line, fields in trace_lines.read(path, "step_moves"):
+        if kind == "s":
+            steps.append([current, 0])
+        elif kind == "a":
+            if fields[1] in live:
+                sys.exit("[step_moves] %s:%d: block %s allocated twice" % (path, number, fields[1]))
+            size = int(fields[2])
+            live[fields[1]] = size
+            current += size
+            if steps:
+                steps[-1][0] = max(steps[-1][0], current)
+                steps[-1][1] = max(steps[-1][1], size)
+        elif kind == "f":
+            if fields[1] not in live:
+                sys.exit("[step_moves] %s:%d: free of block %s, which is not live"
+                         % (path, number, fields[1]))
+            current -= live.pop(fields[1])
     return steps
 
 
