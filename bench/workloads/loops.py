@@ -300,3 +300,202 @@ def llama_generate(device, seed):
                              min_new_tokens=64, do_sample=False, pad_token_id=0)
         return out.sum().float()
     return step
+
+
+@loop("fasterrcnn_train_varsize", "torchvision Faster R-CNN (ResNet-50 FPN), 2 images a step, "
+      "each 400..800 px high and wide, 2..12 random boxes each, SGD, fp32")
+def fasterrcnn_train(device, seed):
+    import torchvision
+    model = torchvision.models.detection.fasterrcnn_resnet50_fpn(
+        weights=None, weights_backbone=None, num_classes=91).to(device)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.005, momentum=0.9)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def image_and_target():
+        h, w = rng.randint(400, 800), rng.randint(400, 800)
+        boxes = []
+        for _ in range(rng.randint(2, 12)):
+            x1, y1 = rng.uniform(0, w - 32), rng.uniform(0, h - 32)
+            boxes.append([x1, y1, rng.uniform(x1 + 16, w), rng.uniform(y1 + 16, h)])
+        target = {"boxes": torch.tensor(boxes, device=device),
+                  "labels": torch.tensor([rng.randint(1, 90) for _ in boxes], device=device)}
+        return torch.rand(3, h, w, device=device, generator=g), target
+
+    def forward():
+        images, targets = zip(*(image_and_target() for _ in range(2)))
+        return sum(model(list(images), list(targets)).values())
+    return _train_step(model, optimizer, forward)
+
+
+@loop("swin_tiny_adamw_bf16", "timm Swin-T (window attention), batch 64 at 224 px, bf16 "
+      "autocast, AdamW")
+def swin_tiny(device, seed):
+    import timm
+    model = timm.create_model("swin_tiny_patch4_window7_224", pretrained=False).to(device)
+    return _classifier_step(model, _adamw(model), device, seed, bf16=True)
+
+
+@loop("bert_mlm_train_varlen", "BERT-base masked-LM training, batch 16, length drawn from "
+      "64..512 each step, bf16 autocast, AdamW")
+def bert_mlm_train(device, seed):
+    from transformers import BertConfig, BertForMaskedLM
+    config = BertConfig()
+    model = BertForMaskedLM(config).to(device)
+    model.train()
+    optimizer = _adamw(model)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        tokens = torch.randint(0, config.vocab_size, (16, rng.randint(64, 512)), device=device,
+                               generator=g)
+        labels = torch.where(torch.rand(tokens.shape, device=device, generator=g) < 0.15,
+                             tokens, torch.full_like(tokens, -100))
+        return model(input_ids=tokens, labels=labels).loss
+    return _train_step(model, optimizer, forward, bf16=True)
+
+
+@loop("gpt2_beam_search", "GPT-2 small in bf16, beam search (4 beams) for 48 tokens after a "
+      "64-token prompt, batch 4 (the KV cache reordered every token)")
+def gpt2_beam_search(device, seed):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config()
+    model = GPT2LMHeadModel(config).to(device=device, dtype=torch.bfloat16).eval()
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        prompt = torch.randint(0, config.vocab_size, (4, 64), device=device, generator=g)
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=48,
+                             min_new_tokens=48, num_beams=4, do_sample=False,
+                             pad_token_id=config.eos_token_id)
+        return out.sum().float()
+    return step
+
+
+@loop("vit_eval_varbatch", "timm ViT-B/16 inference in bf16, batch drawn from 1..128 each step "
+      "at 224 px")
+def vit_eval(device, seed):
+    import timm
+    model = timm.create_model("vit_base_patch16_224", pretrained=False)
+    model = model.to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        x = torch.randn(rng.randint(1, 128), 3, 224, 224, device=device, generator=g,
+                        dtype=torch.bfloat16)
+        return model(x).float().mean()
+    return step
+
+
+@loop("mobilenetv3_multiscale", "torchvision MobileNetV3-Large, batch 96, resolution drawn "
+      "from 160, 192, 224, 256, 288 px each step, channels_last, bf16 autocast, SGD")
+def mobilenetv3_multiscale(device, seed):
+    import torchvision
+    model = torchvision.models.mobilenet_v3_large(weights=None).to(device)
+    model = model.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        size = rng.choice((160, 192, 224, 256, 288))
+        x = torch.randn(96, 3, size, size, device=device, generator=g)
+        x = x.contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (96,), device=device, generator=g)
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward, bf16=True)
+
+
+@loop("t5_generate_varlen", "T5 encoder-decoder (6+6 layers, 512 wide) in bf16, generate 32 "
+      "tokens greedily from a source of 64..384 tokens, batch 8 (self- and cross-attention "
+      "caches)")
+def t5_generate(device, seed):
+    from transformers import T5Config, T5ForConditionalGeneration
+    config = T5Config(d_model=512, d_ff=2048, d_kv=64, num_layers=6, num_heads=8,
+                      vocab_size=32128, decoder_start_token_id=0, pad_token_id=0,
+                      eos_token_id=1)
+    model = T5ForConditionalGeneration(config).to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        source = torch.randint(2, config.vocab_size, (8, rng.randint(64, 384)), device=device,
+                               generator=g)
+        out = model.generate(source, attention_mask=torch.ones_like(source), max_new_tokens=32,
+                             min_new_tokens=32, do_sample=False)
+        return out.sum().float()
+    return step
+
+
+@loop("resnet50_accum_bf16", "torchvision ResNet-50, 4 micro-batches of 32 at 224 px "
+      "accumulated into one SGD step, bf16 autocast")
+def resnet50_accum(device, seed):
+    import torchvision
+    model = torchvision.models.resnet50(weights=None).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for _ in range(4):
+            x = torch.randn(32, 3, 224, 224, device=device, generator=g)
+            y = torch.randint(0, 1000, (32,), device=device, generator=g)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = loss_fn(model(x), y) / 4
+            loss.backward()
+            total = total + loss.detach()
+        optimizer.step()
+        return total
+    return step
+
+
+@loop("embedding_bag_sparse", "recommendation-style model: 8 EmbeddingBag tables of 500k x 64 "
+      "with sparse gradients (bags of 1..40 ids, batch 2048) under an MLP, SparseAdam + Adam")
+def embedding_bag_sparse(device, seed):
+    nn = torch.nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tables = nn.ModuleList(nn.EmbeddingBag(500_000, 64, mode="sum", sparse=True)
+                                        for _ in range(8))
+            self.mlp = nn.Sequential(nn.Linear(8 * 64, 512), nn.ReLU(), nn.Linear(512, 256),
+                                     nn.ReLU(), nn.Linear(256, 1))
+
+        def forward(self, bags):
+            return self.mlp(torch.cat([t(ids, offsets) for t, (ids, offsets)
+                                       in zip(self.tables, bags)], dim=1)).squeeze(1)
+
+    model = Model().to(device)
+    sparse = torch.optim.SparseAdam(list(model.tables.parameters()), lr=1e-3)
+    dense = torch.optim.Adam(model.mlp.parameters(), lr=1e-3)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def bag():
+        lengths = torch.randint(1, 41, (2048,), device=device, generator=g)
+        offsets = torch.cumsum(lengths, 0) - lengths
+        ids = torch.randint(0, 500_000, (int(lengths.sum().item()),), device=device,
+                            generator=g)
+        return ids, offsets
+
+    def step():
+        sparse.zero_grad(set_to_none=True)
+        dense.zero_grad(set_to_none=True)
+        rng.random()
+        y = torch.rand(2048, device=device, generator=g)
+        loss = nn.functional.binary_cross_entropy_with_logits(model([bag() for _ in range(8)]), y)
+        loss.backward()
+        sparse.step()
+        dense.step()
+        return loss.detach()
+    return step
