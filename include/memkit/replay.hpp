@@ -55,9 +55,10 @@ struct replay_result {
   std::uint64_t maps = 0;    // pages mapped (arena)
   std::uint64_t unmaps = 0;  // pages unmapped (arena)
   // With step markers (trace_data::step_starts) and a step after the warmup: pages
-  // unmapped from the marker that starts step trace.warmup_steps to the end.
+  // unmapped (and mapped) from the marker that starts step trace.warmup_steps to the end.
   bool has_unmaps_after_warmup = false;
   std::uint64_t unmaps_after_warmup = 0;
+  std::uint64_t maps_after_warmup = 0;
   // With step markers: pages unmapped in each step (the events before the first
   // marker count in the first step).
   std::vector<std::uint64_t> unmaps_by_step;

@@ -286,6 +286,13 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
             // Completed fences may free a mapped range: learn them before mapping.
             abandon();
             plan = refresh;
+          } else if (request.past_slack > 0 && !flushed && calculate_parked_locked() > 0) {
+            // Small blocks parked in thread caches may hold small segments that are
+            // otherwise empty: give them back, so that trimming can release those.
+            flushed = true;
+            abandon();
+            flush_thread_caches_locked();
+            plan = release;
           } else if (request.past_slack > 0 && !trimmed && small.get_releasable()) {
             // Empty small segments are cache: give them back before moving pages or
             // growing past the slack.
@@ -328,7 +335,12 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         // Beside an arena the small pool grows within the arena's slack too: idle
         // pages past it go back first (a release, no page moves).
         const std::size_t room = vm ? vm->get_growth_room(stats.peak_active_bytes) : 0;
-        if (vm && !trimmed && used + segment_size > room) {
+        if (vm && !flushed && used + segment_size > room && calculate_parked_locked() > 0) {
+          // Blocks parked in thread caches may hold the room a new segment would add.
+          flushed = true;
+          flush_thread_caches_locked();
+          plan = release;
+        } else if (vm && !trimmed && used + segment_size > room) {
           const std::size_t over = used + segment_size - room;
           release_until(stats.reserved_bytes - std::min(stats.reserved_bytes, over), released);
           if (!released.pages.empty() || !released.segments.empty()) {

@@ -84,6 +84,8 @@ nlohmann::json replay_json(const trace::report_section& section) {
   if (result.has_unmaps_after_warmup) {
     out["unmaps_after_warmup_per_step"] =
         per_step(result.unmaps_after_warmup, trace.step_starts.size() - trace.warmup_steps);
+    out["maps_after_warmup_per_step"] =
+        per_step(result.maps_after_warmup, trace.step_starts.size() - trace.warmup_steps);
   }
   if (section.options.device_lag > 0) {
     out["device_lag"] = section.options.device_lag;

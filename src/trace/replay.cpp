@@ -184,6 +184,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   pauses.push_back(total);
   const bool after_warmup = trace.step_starts.size() > trace.warmup_steps;
   std::uint64_t unmaps_at_warmup = 0;
+  std::uint64_t maps_at_warmup = 0;
   std::uint64_t events_at_warmup = 0;
   std::chrono::steady_clock::time_point warmup_end;
   const auto run = [&](std::uint64_t first, std::uint64_t stop) {
@@ -201,6 +202,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   for (std::size_t k = 0; k < pauses.size(); ++k) {
     if (after_warmup && k == trace.warmup_steps) {
       unmaps_at_warmup = unmaps_before;
+      maps_at_warmup = setup.memory->get_statistics().maps;
       events_at_warmup = result.events;
       warmup_end = std::chrono::steady_clock::now();
     }
@@ -233,6 +235,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   if (after_warmup && result.completed) {
     result.has_unmaps_after_warmup = true;
     result.unmaps_after_warmup = result.unmaps - unmaps_at_warmup;
+    result.maps_after_warmup = result.maps - maps_at_warmup;
     const std::uint64_t events = result.events - events_at_warmup;
     if (events > 0) {
       result.ns_per_event_after_warmup =

@@ -107,5 +107,42 @@ TEST(small_pool, beside_an_arena_its_empty_segments_go_back_before_the_arena_gro
   for (const allocation& a : blocks) alloc.free(a.address);
 }
 
+// The same with the thread caches on: blocks a thread freed wait in its cache, and
+// hold their small segments. Past the slack they go back first, so that those
+// segments can go back too.
+TEST(small_pool, beside_an_arena_parked_blocks_go_back_before_the_arena_grows) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  allocator alloc(device, {.policy = pool_policy::arena, .validate = true});
+  std::vector<allocation> blocks;
+  for (int k = 0; k < 80; ++k) blocks.push_back(alloc.allocate(64 * KiB));  // 3 segments
+  for (const allocation& a : blocks) alloc.free(a.address);
+  blocks.clear();
+  const statistics before = alloc.get_statistics();
+  ASSERT_EQ(before.reserved_bytes, 6 * MiB);
+  for (int k = 0; k < 20; ++k) blocks.push_back(alloc.allocate(2 * MiB));  // 40 MiB
+  const statistics s = alloc.get_statistics();
+  EXPECT_EQ(s.reserved_bytes, 40 * MiB) << "every small segment went back for the arena's pages";
+  EXPECT_EQ(device.get_counters().unmaps, 0u) << "no page moved";
+  for (const allocation& a : blocks) alloc.free(a.address);
+}
+
+// And before the small pool itself grows past the slack: a request of another size
+// than the parked blocks' takes their room rather than a new segment.
+TEST(small_pool, beside_an_arena_parked_blocks_go_back_before_it_grows_past_the_slack) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  allocator alloc(device, {.policy = pool_policy::arena, .validate = true});
+  std::vector<allocation> blocks;
+  for (int k = 0; k < 8; ++k) blocks.push_back(alloc.allocate(256 * KiB));  // one segment
+  for (const allocation& a : blocks) alloc.free(a.address);                 // parked, all of them
+  blocks.clear();
+  for (int k = 0; k < 4; ++k) blocks.push_back(alloc.allocate(512 * KiB));  // as many bytes
+  EXPECT_EQ(alloc.get_statistics().reserved_bytes, 2 * MiB) << "no new segment";
+  for (const allocation& a : blocks) alloc.free(a.address);
+}
+
 }  // namespace
 }  // namespace memkit

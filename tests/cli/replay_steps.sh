@@ -31,7 +31,8 @@ keyed=$(replay "$work/keyed.csv") || fail "keyed: exit $?"
 marked=$(replay "$work/marked.csv") || fail "marked: exit $?"
 warmup=$(replay "$work/warmup.csv") || fail "warmup: exit $?"
 
-for key in steps maps_per_step unmaps_per_step unmaps_after_warmup_per_step; do
+for key in steps maps_per_step unmaps_per_step unmaps_after_warmup_per_step \
+  maps_after_warmup_per_step; do
   if grep -q "\"$key\"" <<<"$plain"; then fail "$key without steps"; fi
 done
 maps=$(value maps "$plain")
@@ -56,9 +57,12 @@ if grep -q unmaps_after_warmup_per_step <<<"$keyed"; then fail "after-warmup fig
 close "$(value unmaps_per_step "$marked")" "$(awk -v m="$unmaps" 'BEGIN { print m / 4 }')" ||
   fail "unmaps_per_step of marked.csv"
 # From the marker that starts step 1 to the end: the whole run less the warmup's run.
-expected=$(awk -v a="$unmaps" -v w="$(value unmaps "$warmup")" 'BEGIN { print (a - w) / 3 }')
+expected=$(awk -v a="$unmaps" -v w="$(value unmaps "$warmup")" 'BEGIN { printf "%.17g", (a - w) / 3 }')
 close "$(value unmaps_after_warmup_per_step "$marked")" "$expected" ||
   fail "unmaps_after_warmup_per_step $(value unmaps_after_warmup_per_step "$marked") != $expected"
+expected=$(awk -v a="$maps" -v w="$(value maps "$warmup")" 'BEGIN { printf "%.17g", (a - w) / 3 }')
+close "$(value maps_after_warmup_per_step "$marked")" "$expected" ||
+  fail "maps_after_warmup_per_step $(value maps_after_warmup_per_step "$marked") != $expected"
 echo "floor: $unmaps unmaps, $(value unmaps_per_step "$marked") a step," \
   "$(value unmaps_after_warmup_per_step "$marked") a step after the warmup"
 
