@@ -53,6 +53,33 @@ def _classifier_step(model, optimizer, device, seed, batch=lambda: 64, bf16=Fals
     return _train_step(model, optimizer, forward, bf16=bf16)
 
 
+def _eval_varbatch_step(model, device, seed, max_batch, dtype):
+    """Inference on random 224 px images, the batch drawn from 1..max_batch each step."""
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        x = torch.randn(rng.randint(1, max_batch), 3, 224, 224, device=device, generator=g,
+                        dtype=dtype)
+        return model(x).float().mean()
+    return step
+
+
+def _generate_step(model, device, seed, first_token, vocab, shape, **generate):
+    """One greedy generate() a step, after a random prompt of shape() tokens (ids from
+    first_token up); generate holds its length and search options."""
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        prompt = torch.randint(first_token, vocab, shape(), device=device, generator=g)
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
+                             **generate)
+        return out.sum().float()
+    return step
+
+
 @loop("resnet50_sgd", "torchvision ResNet-50, batch 64 at 224 px, SGD with momentum, fp32")
 def resnet50_sgd(device, seed):
     import torchvision
@@ -167,16 +194,8 @@ def gpt2_generate(device, seed):
     from transformers import GPT2Config, GPT2LMHeadModel
     config = GPT2Config()
     model = GPT2LMHeadModel(config).to(device=device, dtype=torch.bfloat16).eval()
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    @torch.no_grad()
-    def step():
-        prompt = torch.randint(0, config.vocab_size, (8, 128), device=device, generator=g)
-        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=96,
-                             min_new_tokens=96, do_sample=False,
-                             pad_token_id=config.eos_token_id)
-        return out.sum().float()
-    return step
+    return _generate_step(model, device, seed, 0, config.vocab_size, lambda: (8, 128),
+                          max_new_tokens=96, min_new_tokens=96, pad_token_id=config.eos_token_id)
 
 
 @loop("bert_infer_varlen", "BERT-base inference, batch drawn from 1..64 and length from "
@@ -217,15 +236,7 @@ def resnet18_eval(device, seed):
     import torchvision
     model = torchvision.models.resnet18(weights=None).to(device=device, dtype=torch.float16)
     model.eval()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    @torch.no_grad()
-    def step():
-        x = torch.randn(rng.randint(1, 256), 3, 224, 224, device=device, generator=g,
-                        dtype=torch.float16)
-        return model(x).float().mean()
-    return step
+    return _eval_varbatch_step(model, device, seed, 256, torch.float16)
 
 
 @loop("t5_train_adamw", "T5 encoder-decoder (6+6 layers, 512 wide), batch 16, 256 source and "
@@ -290,16 +301,9 @@ def llama_generate(device, seed):
                          max_position_embeddings=2048)
     model = LlamaForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
     rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    @torch.no_grad()
-    def step():
-        prompt = torch.randint(0, config.vocab_size, (rng.randint(1, 16), rng.randint(32, 256)),
-                               device=device, generator=g)
-        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=64,
-                             min_new_tokens=64, do_sample=False, pad_token_id=0)
-        return out.sum().float()
-    return step
+    return _generate_step(model, device, seed, 0, config.vocab_size,
+                          lambda: (rng.randint(1, 16), rng.randint(32, 256)),
+                          max_new_tokens=64, min_new_tokens=64, pad_token_id=0)
 
 
 @loop("fasterrcnn_train_varsize", "torchvision Faster R-CNN (ResNet-50 FPN), 2 images a step, "
@@ -363,16 +367,9 @@ def gpt2_beam_search(device, seed):
     from transformers import GPT2Config, GPT2LMHeadModel
     config = GPT2Config()
     model = GPT2LMHeadModel(config).to(device=device, dtype=torch.bfloat16).eval()
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    @torch.no_grad()
-    def step():
-        prompt = torch.randint(0, config.vocab_size, (4, 64), device=device, generator=g)
-        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=48,
-                             min_new_tokens=48, num_beams=4, do_sample=False,
-                             pad_token_id=config.eos_token_id)
-        return out.sum().float()
-    return step
+    return _generate_step(model, device, seed, 0, config.vocab_size, lambda: (4, 64),
+                          max_new_tokens=48, min_new_tokens=48, num_beams=4,
+                          pad_token_id=config.eos_token_id)
 
 
 @loop("vit_eval_varbatch", "timm ViT-B/16 inference in bf16, batch drawn from 1..128 each step "
@@ -381,15 +378,7 @@ def vit_eval(device, seed):
     import timm
     model = timm.create_model("vit_base_patch16_224", pretrained=False)
     model = model.to(device=device, dtype=torch.bfloat16).eval()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    @torch.no_grad()
-    def step():
-        x = torch.randn(rng.randint(1, 128), 3, 224, 224, device=device, generator=g,
-                        dtype=torch.bfloat16)
-        return model(x).float().mean()
-    return step
+    return _eval_varbatch_step(model, device, seed, 128, torch.bfloat16)
 
 
 @loop("mobilenetv3_multiscale", "torchvision MobileNetV3-Large, batch 96, resolution drawn "
@@ -422,16 +411,9 @@ def t5_generate(device, seed):
                       eos_token_id=1)
     model = T5ForConditionalGeneration(config).to(device=device, dtype=torch.bfloat16).eval()
     rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    @torch.no_grad()
-    def step():
-        source = torch.randint(2, config.vocab_size, (8, rng.randint(64, 384)), device=device,
-                               generator=g)
-        out = model.generate(source, attention_mask=torch.ones_like(source), max_new_tokens=32,
-                             min_new_tokens=32, do_sample=False)
-        return out.sum().float()
-    return step
+    return _generate_step(model, device, seed, 2, config.vocab_size,
+                          lambda: (8, rng.randint(64, 384)), max_new_tokens=32,
+                          min_new_tokens=32)
 
 
 @loop("resnet50_accum_bf16", "torchvision ResNet-50, 4 micro-batches of 32 at 224 px "

@@ -87,19 +87,24 @@ TEST(small_pool, beside_an_arena_it_waits_for_idle_pages_rather_than_grow_past_t
 
 // The other way: a program that moves from small blocks to large ones. The small
 // pool's empty segments are cache, given back before the arena grows past the slack
-// (or moves idle pages) for the large blocks.
-TEST(small_pool, beside_an_arena_its_empty_segments_go_back_before_the_arena_grows) {
+// (or moves idle pages) for the large blocks. `count` blocks of `bytes` fill
+// `segment_bytes` of small segments, then are freed; with the thread caches on, the
+// thread's cache keeps some of them, holding their segments: past the slack they go
+// back first, so that those segments can go back too.
+void expect_small_segments_go_back_before_the_arena_grows(bool thread_cache, int count,
+                                                          std::size_t bytes,
+                                                          std::size_t segment_bytes) {
   sim_options o;
   o.capacity = std::size_t{1} << 30;
   sim_backend device(o);
-  allocator alloc(device, {.policy = pool_policy::arena, .validate = true, .thread_cache = false});
+  allocator alloc(device,
+                  {.policy = pool_policy::arena, .validate = true, .thread_cache = thread_cache});
   std::vector<allocation> blocks;
-  for (int k = 0; k < 80; ++k) blocks.push_back(alloc.allocate(256 * KiB));  // 10 segments
+  for (int k = 0; k < count; ++k) blocks.push_back(alloc.allocate(bytes));
   for (const allocation& a : blocks) alloc.free(a.address);
   blocks.clear();
   const statistics before = alloc.get_statistics();
-  ASSERT_EQ(before.reserved_bytes, 20 * MiB);
-  ASSERT_EQ(before.active_bytes, 0u);
+  ASSERT_EQ(before.reserved_bytes, segment_bytes);
   for (int k = 0; k < 20; ++k) blocks.push_back(alloc.allocate(2 * MiB));  // 40 MiB
   const statistics s = alloc.get_statistics();
   EXPECT_EQ(s.reserved_bytes, 40 * MiB) << "every small segment went back for the arena's pages";
@@ -107,25 +112,12 @@ TEST(small_pool, beside_an_arena_its_empty_segments_go_back_before_the_arena_gro
   for (const allocation& a : blocks) alloc.free(a.address);
 }
 
-// The same with the thread caches on: blocks a thread freed wait in its cache, and
-// hold their small segments. Past the slack they go back first, so that those
-// segments can go back too.
+TEST(small_pool, beside_an_arena_its_empty_segments_go_back_before_the_arena_grows) {
+  expect_small_segments_go_back_before_the_arena_grows(false, 80, 256 * KiB, 20 * MiB);
+}
+
 TEST(small_pool, beside_an_arena_parked_blocks_go_back_before_the_arena_grows) {
-  sim_options o;
-  o.capacity = std::size_t{1} << 30;
-  sim_backend device(o);
-  allocator alloc(device, {.policy = pool_policy::arena, .validate = true});
-  std::vector<allocation> blocks;
-  for (int k = 0; k < 80; ++k) blocks.push_back(alloc.allocate(64 * KiB));  // 3 segments
-  for (const allocation& a : blocks) alloc.free(a.address);
-  blocks.clear();
-  const statistics before = alloc.get_statistics();
-  ASSERT_EQ(before.reserved_bytes, 6 * MiB);
-  for (int k = 0; k < 20; ++k) blocks.push_back(alloc.allocate(2 * MiB));  // 40 MiB
-  const statistics s = alloc.get_statistics();
-  EXPECT_EQ(s.reserved_bytes, 40 * MiB) << "every small segment went back for the arena's pages";
-  EXPECT_EQ(device.get_counters().unmaps, 0u) << "no page moved";
-  for (const allocation& a : blocks) alloc.free(a.address);
+  expect_small_segments_go_back_before_the_arena_grows(true, 80, 64 * KiB, 6 * MiB);
 }
 
 // And before the small pool itself grows past the slack: a request of another size
