@@ -270,6 +270,12 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       const std::size_t limit = backend_full ? std::min(memory_limit, used) : memory_limit;
       std::size_t shortfall = 0;
       bool planned = false;  // the arena chose what to do next
+      // Blocks parked in thread caches go back (once a request), then it retries.
+      auto flush_parked = [&] {
+        flushed = true;
+        flush_thread_caches_locked();
+        plan = release;
+      };
       if (in_arena) {
         if (vm->take(size, queue, {limit, used, stats.peak_active_bytes}, loop_note, request)) {
           reserving += request.reserving;
@@ -289,10 +295,8 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
           } else if (request.past_slack > 0 && !flushed && calculate_parked_locked() > 0) {
             // Small blocks parked in thread caches may hold small segments that are
             // otherwise empty: give them back, so that trimming can release those.
-            flushed = true;
             abandon();
-            flush_thread_caches_locked();
-            plan = release;
+            flush_parked();
           } else if (request.past_slack > 0 && !trimmed && small.get_releasable()) {
             // Empty small segments are cache: give them back before moving pages or
             // growing past the slack.
@@ -337,9 +341,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         const std::size_t room = vm ? vm->get_growth_room(stats.peak_active_bytes) : 0;
         if (vm && !flushed && used + segment_size > room && calculate_parked_locked() > 0) {
           // Blocks parked in thread caches may hold the room a new segment would add.
-          flushed = true;
-          flush_thread_caches_locked();
-          plan = release;
+          flush_parked();
         } else if (vm && !trimmed && used + segment_size > room) {
           const std::size_t over = used + segment_size - room;
           release_until(stats.reserved_bytes - std::min(stats.reserved_bytes, over), released);
@@ -364,9 +366,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         plan = release;
       } else if (!flushed && calculate_parked_locked() > 0) {
         // Blocks parked in thread caches count too: give them back, then retry.
-        flush_thread_caches_locked();
-        flushed = true;
-        plan = release;
+        flush_parked();
       } else if (!waited && has_unsafe_blocks()) {
         plan = wait;
         stats.retries++;
