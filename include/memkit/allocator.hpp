@@ -81,7 +81,8 @@
 // whose fences hold free blocks, then retries, and finally (6) throws
 // out_of_memory naming the request, live, cached and reserved bytes, the limit
 // and the largest free block. A request that fails changes no statistics but the
-// out_of_memory count.
+// out_of_memory count. Beside an arena, a request that would grow reserved bytes
+// past the slack first flushes the thread caches and releases empty small segments.
 #pragma once
 
 #include <cstddef>
