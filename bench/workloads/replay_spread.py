@@ -9,9 +9,12 @@ trace's largest reserved / live, its unmaps a step after the warm-up under each
 setting and their mean, and the sum of the means: the figure to compare between two
 builds.
 
-    bench/workloads/replay_spread.py build/memkit [--traces T...] [--jobs N] [-- FLAGS]
+    bench/workloads/replay_spread.py build/memkit [--against OTHER] [--traces T...]
+        [--jobs N] [-- FLAGS]
 
-FLAGS after `--` go to every replay (e.g. `-- --arena-slack 0.03`).
+FLAGS after `--` go to every replay (e.g. `-- --arena-slack 0.03`). With --against,
+OTHER (another build's memkit, the base) runs the same replays, and the table puts
+its figures beside the first one's, per trace, with both sums.
 """
 import argparse
 import concurrent.futures
@@ -37,6 +40,18 @@ def replay(memkit, trace, flags):
     return result["reserved_over_live"], result["unmaps_after_warmup_per_step"]
 
 
+def run_all(memkit, cases, jobs):
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(lambda case: replay(memkit, *case), cases))
+
+
+def summarize(results, k):
+    """Largest reserved / live, unmaps a step per timing, and their mean, of trace k."""
+    rows = results[k * len(TIMINGS):(k + 1) * len(TIMINGS)]
+    return (max(r[0] for r in rows), [r[1] for r in rows],
+            statistics.mean(r[1] for r in rows))
+
+
 def main():
     argv = sys.argv[1:]
     extra = []
@@ -46,26 +61,39 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("memkit", help="path of the memkit command")
+    parser.add_argument("--against", help="another memkit command, the base to compare with")
     parser.add_argument("--traces", nargs="+",
                         default=sorted(glob.glob(os.path.join(ROOT, "data/traces/workloads/*.gz"))))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     cases = [(trace, timing.split() + extra) for trace in args.traces for timing in TIMINGS]
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(lambda case: replay(args.memkit, *case), cases))
-    print("| trace | largest reserved / live | unmaps a step after warm-up: %s | mean |"
-          % " / ".join(t or "default" for t in TIMINGS))
-    print("| --- | ---: | ---: | ---: |")
-    total = 0.0
-    for k, trace in enumerate(args.traces):
-        rows = results[k * len(TIMINGS):(k + 1) * len(TIMINGS)]
-        mean = statistics.mean(r[1] for r in rows)
+    results = run_all(args.memkit, cases, args.jobs)
+    base = run_all(args.against, cases, args.jobs) if args.against else None
+    names = [os.path.basename(trace).split(".")[0] for trace in args.traces]
+    total, base_total = 0.0, 0.0
+    if base:
+        print("| trace | largest reserved / live: base | this | unmaps a step, mean of the "
+              "timings: base | this |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+    else:
+        print("| trace | largest reserved / live | unmaps a step after warm-up: %s | mean |"
+              % " / ".join(t or "default" for t in TIMINGS))
+        print("| --- | ---: | ---: | ---: |")
+    for k, name in enumerate(names):
+        memory, unmaps, mean = summarize(results, k)
         total += mean
-        name = os.path.basename(trace).split(".")[0]
-        print("| %s | %.3f | %s | %.1f |" % (name, max(r[0] for r in rows),
-                                           " / ".join("%.1f" % r[1] for r in rows), mean))
-    print("\nsum of the means: %.1f unmaps a step" % total)
-
+        if base:
+            base_memory, _, base_mean = summarize(base, k)
+            base_total += base_mean
+            print("| %s | %.3f | %.3f | %.1f | %.1f |" % (name, base_memory, memory, base_mean,
+                                                         mean))
+        else:
+            print("| %s | %.3f | %s | %.1f |" % (name, memory,
+                                               " / ".join("%.1f" % u for u in unmaps), mean))
+    if base:
+        print("\nsum of the means: base %.1f, this %.1f unmaps a step" % (base_total, total))
+    else:
+        print("\nsum of the means: %.1f unmaps a step" % total)
 
 if __name__ == "__main__":
     main()
