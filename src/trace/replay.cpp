@@ -201,8 +201,9 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   std::uint64_t unmaps_before = 0;
   for (std::size_t k = 0; k < pauses.size(); ++k) {
     if (after_warmup && k == trace.warmup_steps) {
-      unmaps_at_warmup = unmaps_before;
-      maps_at_warmup = setup.memory->get_statistics().maps;
+      const statistics at_warmup = setup.memory->get_statistics();
+      unmaps_at_warmup = at_warmup.unmaps;
+      maps_at_warmup = at_warmup.maps;
       events_at_warmup = result.events;
       warmup_end = std::chrono::steady_clock::now();
     }
