@@ -58,7 +58,10 @@
 //             queue once a fence recorded on q after the free completes
 //             (allocator/fences.hpp: the safe serial and fences of each queue).
 //   thread    each thread parks up to 2 MiB of small freed blocks and serves its
-//   caches    own repeats from them without the lock (allocator/thread_cache.hpp).
+//   caches    own repeats from them without the lock (allocator/thread_cache.hpp);
+//             and holds back the arena block (<= 1 MiB) it freed last until its
+//             next call: a request of that size takes it back, any other call
+//             gives it to the arena first (the arena sees the frees in order).
 //
 //   Counters (exact under the lock; the thread caches keep their differences):
 //     active_bytes   == sum(block.size for live blocks)
@@ -115,7 +118,7 @@ struct allocator_options {
   std::size_t cache_limit = 0;   // 0: the memory limit
   std::size_t wired_limit = 0;   // 0: none wired
   bool validate = false;         // check every invariant after every operation
-  bool thread_cache = true;      // park small freed blocks in a per-thread cache
+  bool thread_cache = true;      // per-thread caches of freed blocks (see above)
   // Arena: map new physical pages rather than move idle ones while reserved stays
   // within this fraction above the peak of active bytes; past it, wait once for
   // the work holding idle pages rather than grow. 0 seeks the floor (memkit

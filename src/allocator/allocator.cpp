@@ -107,41 +107,40 @@ allocator::~allocator() {
                            std::to_string(s.fences.get_queue_count()));
   }
   const std::size_t size = common::round_up(bytes, pools::kQuantum);
-  thread_cache* cache = nullptr;
-  if (size <= s.small_max && s.thread_caching &&
-      (cache = s.get_thread_cache())->is_worth_trying()) {
-    // Fastest: a block this thread freed, without the allocator's lock.
-    cache->lock();
-    address_t address = 0;
-    block* b = cache->pop(size, queue, &address);
-    if (b) {
-      b->requested = bytes;
-      b->stamp.store(cache->next_stamp(), std::memory_order_release);
-      cache->stats.active_delta += static_cast<std::int64_t>(b->size);
-      cache->stats.requested_delta += static_cast<std::int64_t>(bytes);
-      cache->stats.allocations++;
+  thread_cache* cache = s.thread_caching ? s.get_thread_cache() : nullptr;
+  bool remember = false;  // the thread cache learns the block, to park it when freed
+  block* b = nullptr;
+  address_t address = 0;
+  if (cache && cache->is_holding_back()) [[unlikely]]
+    b = s.take_held_back(*cache, size, bytes, queue, &address);
+  if (!b && size <= s.small_max && cache) {
+    if (cache->is_worth_trying()) {
+      // Fastest: a block this thread freed, without the allocator's lock.
+      cache->lock();
+      b = cache->pop(size, queue, &address);
+      if (b) cache->count_handed(b, bytes);
+      cache->unlock();
+      cache->count_try(b != nullptr);
     }
-    cache->unlock();
-    cache->count_try(b != nullptr);
-    if (b) {
-      cache->remember(address, b, b->stamp.load(std::memory_order_relaxed));
-      if (s.validating) validate();
-      return {address, b->size};
-    }
+    remember = cache->is_trying();
   }
+  if (b) {
+    cache->remember(address, b, b->stamp.load(std::memory_order_relaxed));
+    if (s.validating) validate();
+    return {address, b->size};
+  }
+  remember = remember || (cache && s.uses_arena(size) && size <= thread_cache::kMaxHeldBack);
   allocation a;
   block* handed = nullptr;
   if (!s.uses_arena(size)) {
     std::lock_guard lock(s.mutex);
-    if (block* b = s.pool_for(size).take(size, queue)) [[likely]] {
-      a = s.on_allocated(b, bytes, true);
-      handed = b;
+    if (block* taken = s.pool_for(size).take(size, queue)) [[likely]] {
+      a = s.on_allocated(taken, bytes, true);
+      handed = taken;
     }
   }
   if (!handed) a = s.allocate_slow(bytes, size, queue, &handed);
-  if (cache && cache->is_trying()) {
-    cache->remember(a.address, handed, handed->stamp.load(std::memory_order_relaxed));
-  }
+  if (remember) cache->remember(a.address, handed, handed->stamp.load(std::memory_order_relaxed));
   return a;
 }
 
@@ -151,16 +150,14 @@ allocator::~allocator() {
   if (s.thread_caching) {
     // Fastest: park a block this thread holds in its cache, without the lock.
     thread_cache* cache = s.get_thread_cache();
+    // The block held back before goes to the arena first, for the order of frees.
+    if (cache->is_holding_back()) [[unlikely]]
+      s.take_held_back(*cache, 0, 0, 0, nullptr);
     if (block* b = cache->recall(address); b && !b->used_elsewhere) {
       cache->lock();
-      const bool parked = cache->push(b, address);
-      if (parked) {
-        cache->stats.active_delta -= static_cast<std::int64_t>(b->size);
-        cache->stats.requested_delta -= static_cast<std::int64_t>(b->requested);
-        cache->stats.frees++;
-        b->requested = 0;
-        b->stamp.store(0, std::memory_order_release);  // parked: not live to anyone
-      }
+      const bool parked =
+          b->owner->virtual_range ? cache->hold_back(b, address) : cache->push(b, address);
+      if (parked) cache->count_parked(b);
       cache->unlock();
       if (parked) {
         if (s.validating) validate();
@@ -168,25 +165,31 @@ allocator::~allocator() {
       }
     }
   }
+  s.free_shared(address, nullptr);
+}
+
+// A free through the allocator's lock: of `known` (a block a thread cache gave up)
+// or else of the live block at `address`.
+void allocator::state::free_shared(address_t address, block* known) {
   bool over_cache_limit;
   bool idled_pages;
   queue_id queue;
   std::uint64_t serial;
   {
-    std::lock_guard lock(s.mutex);
-    block* b = s.find_live(address);
+    std::lock_guard lock(mutex);
+    block* b = known ? known : find_live(address);
     if (!b) [[unlikely]] {
       throw invalid_argument("[memkit::free] " + common::hex(address) + " is not a live block");
     }
     queue = b->queue;
-    idled_pages = s.free_locked(b, address);
-    serial = s.free_serial;
-    over_cache_limit = s.stats.cached_bytes > s.cache_limit;
-    if (s.validating) s.validate_locked();
+    idled_pages = free_locked(b, address);
+    serial = free_serial;
+    over_cache_limit = stats.cached_bytes > cache_limit;
+    if (validating) validate_locked();
   }
-  if (idled_pages) s.record_fence(queue, serial);
+  if (idled_pages) record_fence(queue, serial);
   if (over_cache_limit) [[unlikely]]
-    s.trim_cache();
+    trim_cache();
 }
 
 // The public calls: the hot path above, then the recorder when one is on.
@@ -749,7 +752,7 @@ std::vector<segment_view> allocator::calculate_segments() const {
       views.push_back(std::move(v));
     }
   }
-  if (state_->vm) state_->vm->add_views(views);
+  if (state_->vm) state_->vm->add_views(views, parked);
   std::sort(views.begin(), views.end(),
             [](const segment_view& a, const segment_view& b) { return a.base < b.base; });
   return views;

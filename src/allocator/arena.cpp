@@ -664,7 +664,8 @@ void arena::validate(bool blocks_in_flight) const {
   check(idle == pages_.get_idle_count(), "the idle list's length is wrong");
 }
 
-void arena::add_views(std::vector<segment_view>& views) const {
+void arena::add_views(std::vector<segment_view>& views,
+                      const std::unordered_set<const pools::block*>& parked) const {
   const std::size_t g = page_size_;
   // One view per run of mapped pages, with the blocks that lie on it.
   const block* b = range_.get_segments().front()->first;
@@ -682,8 +683,8 @@ void arena::add_views(std::vector<segment_view>& views) const {
       const std::size_t at = x->owner->base - base_ + x->offset;
       const std::size_t from = std::max<std::size_t>(at, lo);
       const std::size_t to = std::min<std::size_t>(at + x->size, hi);
-      if (from < to)
-        v.blocks.push_back({from - lo, to - from, x->live ? x->requested : 0, x->live});
+      const bool live = x->live && !parked.contains(x);
+      if (from < to) v.blocks.push_back({from - lo, to - from, live ? x->requested : 0, live});
     };
     for (const block* x = b; x && x->offset < hi; x = static_cast<const block*>(x->next_range)) {
       const plan_region* region = find_region(x);

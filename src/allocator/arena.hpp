@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "allocator/fences.hpp"
@@ -142,7 +143,10 @@ class arena {
                       std::size_t* requested) const;
   // Throws invariant_violation. With blocks in flight, a live page may be unmapped.
   void validate(bool blocks_in_flight) const;
-  void add_views(std::vector<segment_view>& views) const;  // one per run of mapped pages
+  // One view per run of mapped pages; blocks in `parked` (held back by thread caches)
+  // show as free.
+  void add_views(std::vector<segment_view>& views,
+                 const std::unordered_set<const pools::block*>& parked) const;
 
  private:
   // A region where a learned loop's blocks go: a pool over a block of the range

@@ -80,6 +80,11 @@ struct allocator::state {
   std::size_t flush_thread_caches_locked();
   std::size_t flush_thread_cache_locked(thread_cache& cache);  // returns the bytes parked
   std::size_t calculate_parked_locked(std::size_t* blocks = nullptr) const;
+  // Without the lock: the block `cache` holds back, handed out for `bytes` when a
+  // request of `size` on `queue` would get its size; otherwise freed in the arena
+  // (then null). Size 0 only frees it.
+  block* take_held_back(thread_cache& cache, std::size_t size, std::size_t bytes, queue_id queue,
+                        address_t* address);
   // stats with every cache's counters added (under the lock).
   statistics get_statistics_locked() const;
   statistics get_statistics_locked_unlocked_caches() const;  // caches already locked
@@ -110,6 +115,9 @@ struct allocator::state {
   // Whether to record a fence now (see arena::free): the pages it left idle can
   // then move without waiting for everything queued after this free.
   bool free_locked(block* b, address_t address);
+  // Takes the lock: frees `known` (a block a thread cache gave up) or else the live
+  // block at `address` (throws if none).
+  void free_shared(address_t address, block* known);
   void refresh_fences();
   // Waits, without the lock, for the fences outstanding on `only` (every queue if
   // none given); returns whether there were any.

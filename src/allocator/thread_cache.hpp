@@ -1,11 +1,15 @@
 // Per-thread caches of small free blocks in front of the shared pools.
 //
 // A thread cache parks blocks its thread frees and hands them back to the same
-// thread without the allocator's lock. Parked blocks stay live in the pools'
-// view; the cache keeps the difference in its own counters:
+// thread without the allocator's lock. It also holds back the arena block its
+// thread last freed, for that thread's next call only: a request of the same size
+// takes it back (a free-allocate pair without the lock); any other call gives it
+// to the arena first, so the arena sees the same frees in the same order, and the
+// shared counters the same peaks, as without the cache. Parked and held-back blocks stay live in
+// the pools' view; the cache keeps the difference in its own counters:
 //   true active bytes    == stats.active_bytes    + sum(cache.active_delta)
 //   true requested bytes == stats.requested_bytes + sum(cache.requested_delta)
-//   sum(cache.active_delta) == -sum(parked bytes) <= 0
+//   sum(cache.active_delta) == -sum(parked and held-back bytes) <= 0
 // so stats.peak_active_bytes, tracked on the shared counter, is an upper bound
 // of the true peak, exact whenever the caches are empty. Flushing a cache (thread
 // exit, pressure, clear_cache, reset_peak, limits) folds its counters into the
@@ -33,6 +37,7 @@ class alignas(64) thread_cache {
   static constexpr std::size_t kMaxBytes = std::size_t{2} << 20;  // parked bytes at most
   static constexpr std::uint32_t kPerBin = 8;                     // blocks a bin holds
   static constexpr std::uint32_t kBins = placement::free_index::bin_of(kMaxBlock) + 1;
+  static constexpr std::size_t kMaxHeldBack = std::size_t{1} << 20;  // arena block held back
 
   struct parked {
     pools::block* b = nullptr;
@@ -77,6 +82,55 @@ class alignas(64) thread_cache {
     return nullptr;
   }
 
+  // The counts of a block parked or held back (caller holds the lock).
+  void count_parked(pools::block* b) {
+    stats.active_delta -= static_cast<std::int64_t>(b->size);
+    stats.requested_delta -= static_cast<std::int64_t>(b->requested);
+    stats.frees++;
+    b->requested = 0;
+    b->stamp.store(0, std::memory_order_release);  // parked: not live to anyone
+  }
+  // The counts of a parked block handed out again for `bytes` (caller holds the lock).
+  void count_handed(pools::block* b, std::size_t bytes) {
+    b->requested = bytes;
+    b->stamp.store(next_stamp(), std::memory_order_release);
+    stats.active_delta += static_cast<std::int64_t>(b->size);
+    stats.requested_delta += static_cast<std::int64_t>(bytes);
+    stats.allocations++;
+  }
+
+  // Whether a block is held back (read by the owning thread without the lock: only
+  // it sets this; a flush may clear it meanwhile).
+  bool is_holding_back() const { return holding_back_.load(std::memory_order_relaxed); }
+  // Holds back an arena block this thread freed, if none is and it is small enough
+  // (caller holds the lock).
+  bool hold_back(pools::block* b, address_t address) {
+    if (held_back_.b || b->size > kMaxHeldBack) return false;
+    held_back_ = {b, address, b->queue};
+    holding_back_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+  // The held-back block if a request of `size` on `queue` would get that size;
+  // otherwise it comes out into *evicted, its park undone but for its requested
+  // bytes (already subtracted: its free then subtracts none), for the caller to
+  // free in the arena (caller holds the lock).
+  pools::block* take_held_back(std::size_t size, queue_id queue, address_t* address,
+                               parked* evicted) {
+    const parked out = held_back_;
+    held_back_ = {};
+    holding_back_.store(false, std::memory_order_relaxed);
+    if (out.b && out.b->size == size && out.queue == queue) {
+      *address = out.address;
+      return out.b;
+    }
+    if (out.b) {
+      stats.active_delta += static_cast<std::int64_t>(out.b->size);
+      stats.frees--;
+      *evicted = out;
+    }
+    return nullptr;
+  }
+
   // Adaptive: a cache that served fewer than 1 in kMinHitShare of its last
   // kTryWindow allocations costs more than it saves (locks, two address maps), so
   // its thread skips it for the next kSkip allocations, then tries again. Read
@@ -111,12 +165,13 @@ class alignas(64) thread_cache {
     return true;
   }
 
-  // Calls f(block) for every parked block (caller holds the lock).
+  // Calls f(block) for every parked or held-back block (caller holds the lock).
   template <class F>
   void for_each_parked(F&& f) const {
     for (std::uint32_t bin = 0; bin < kBins; ++bin) {
       for (std::uint32_t i = 0; i < count_[bin]; ++i) f(bins_[bin][i].b);
     }
+    if (held_back_.b) f(held_back_.b);
   }
 
   // Takes every parked block out (caller holds the lock).
@@ -126,6 +181,9 @@ class alignas(64) thread_cache {
       for (std::uint32_t i = 0; i < count_[bin]; ++i) give_back(bins_[bin][i].b);
       count_[bin] = 0;
     }
+    if (held_back_.b) give_back(held_back_.b);
+    held_back_ = {};
+    holding_back_.store(false, std::memory_order_relaxed);
     parked_bytes_ = 0;
     parked_count_ = 0;
   }
@@ -137,8 +195,11 @@ class alignas(64) thread_cache {
 
   counters stats;  // guarded by the lock
   std::uint64_t get_allocator_id() const { return allocator_id_; }
-  std::size_t get_parked_bytes() const { return parked_bytes_; }
-  std::size_t get_parked_count() const { return parked_count_; }
+  // Parked and held-back blocks (caller holds the lock).
+  std::size_t get_parked_bytes() const {
+    return parked_bytes_ + (held_back_.b ? held_back_.b->size : 0);
+  }
+  std::size_t get_parked_count() const { return parked_count_ + (held_back_.b ? 1 : 0); }
   void* owner = nullptr;  // the allocator state, null once it is gone
 
  private:
@@ -151,11 +212,13 @@ class alignas(64) thread_cache {
   std::uint64_t allocator_id_;
   std::uint64_t cache_number_;  // >= 1; the shared path's stamps use 0
   std::uint64_t stamps_ = 0;
-  std::uint32_t tries_ = 0;      // allocations tried in this window
-  std::uint32_t tries_hit_ = 0;  // of which the cache served
-  std::uint32_t skip_left_ = 0;  // allocations left that skip the cache
-  std::size_t parked_bytes_ = 0;
-  std::size_t parked_count_ = 0;
+  std::uint32_t tries_ = 0;                // allocations tried in this window
+  std::uint32_t tries_hit_ = 0;            // of which the cache served
+  std::uint32_t skip_left_ = 0;            // allocations left that skip the cache
+  std::size_t parked_bytes_ = 0;           // in the bins
+  std::size_t parked_count_ = 0;           // in the bins
+  parked held_back_;                       // the arena block held back, if any
+  std::atomic<bool> holding_back_{false};  // held_back_.b != nullptr
   std::array<std::uint32_t, kBins> count_{};
   std::array<std::array<parked, kPerBin>, kBins> bins_{};
   std::vector<held> held_ = std::vector<held>(1024);  // open addressing, half full at most

@@ -73,12 +73,33 @@ std::size_t allocator::state::flush_thread_cache_locked(thread_cache& cache) {
   cache.stats = {};
   cache.drain([&](block* b) {
     live.erase(b->owner->base + b->offset);
-    owner_pool(b).give_back(b, ++free_serial);
-    fences.note_free(b->queue, free_serial);
+    const std::uint64_t serial = ++free_serial;
+    fences.note_free(b->queue, serial);
+    // A held-back arena block's idle pages get their fence from the next refresh.
+    if (b->owner->virtual_range)
+      vm->free(b, serial);
+    else
+      owner_pool(b).give_back(b, serial);
   });
   cache.unlock();
   stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
   return parked;
+}
+
+block* allocator::state::take_held_back(thread_cache& cache, std::size_t size, std::size_t bytes,
+                                        queue_id queue, address_t* address) {
+  thread_cache::parked evicted;
+  address_t found = 0;
+  cache.lock();
+  block* b = cache.take_held_back(size, queue, &found, &evicted);
+  if (b) cache.count_handed(b, bytes);
+  cache.unlock();
+  if (b) {
+    *address = found;
+    return b;
+  }
+  if (evicted.b) free_shared(evicted.address, evicted.b);
+  return nullptr;
 }
 
 std::size_t allocator::state::flush_thread_caches_locked() {

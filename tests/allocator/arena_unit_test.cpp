@@ -86,7 +86,7 @@ std::size_t recounted(const arena& vm) {
 // The layout of mapped pages and the blocks on them, comparable.
 std::vector<std::size_t> layout(const arena& vm) {
   std::vector<segment_view> views;
-  vm.add_views(views);
+  vm.add_views(views, {});
   std::vector<std::size_t> out;
   for (const segment_view& v : views) {
     out.push_back(v.base);

@@ -259,6 +259,8 @@ TYPED_TEST(conformance, snapshot_live_blocks_add_up_to_active_bytes) {
     this->allocator_->free(this->allocator_->allocate(std::size_t{8192} << (i % 3)).address);
   }
   kept.push_back(this->allocator_->allocate(std::size_t{3} << 20));
+  // Beside an arena, held back in this thread's cache until its next call.
+  this->allocator_->free(this->allocator_->allocate(std::size_t{1} << 20).address);
   std::size_t live = 0, requested = 0;
   for (const segment_view& v : this->allocator_->calculate_segments()) {
     for (const block_view& b : v.blocks) {
@@ -279,6 +281,62 @@ TYPED_TEST(conformance, unknown_free_is_an_error_that_changes_nothing) {
   this->allocator_->free(a.address);
   EXPECT_THROW(this->allocator_->free(a.address), invalid_argument);
   EXPECT_EQ(before.live_blocks, 1u);
+}
+
+// The free of one block and a request of its size, the pair a loop repeats: the
+// request gets the block back (from the thread's cache, without the lock), and the
+// counters in between are exact.
+TYPED_TEST(conformance, a_freed_block_is_taken_back_by_a_request_of_its_size) {
+  const allocation pin = this->allocator_->allocate(1024);
+  for (const std::size_t bytes :
+       {std::size_t{768} << 10, std::size_t{1} << 20, std::size_t{4096}}) {
+    const allocation a = this->allocator_->allocate(bytes);
+    const statistics before = this->allocator_->get_statistics();
+    this->allocator_->free(a.address);
+    const statistics freed = this->allocator_->get_statistics();
+    EXPECT_EQ(freed.active_bytes, before.active_bytes - a.size);
+    EXPECT_EQ(freed.requested_bytes, before.requested_bytes - bytes);
+    EXPECT_EQ(freed.frees, before.frees + 1);
+    EXPECT_EQ(freed.live_blocks, before.live_blocks - 1);
+    const allocation again = this->allocator_->allocate(bytes);
+    EXPECT_EQ(again.address, a.address) << bytes << " bytes";
+    EXPECT_EQ(this->allocator_->get_statistics().active_bytes, before.active_bytes);
+    EXPECT_EQ(this->allocator_->calculate_statistics(), this->allocator_->get_statistics());
+    this->allocator_->free(again.address);
+  }
+  this->allocator_->free(pin.address);
+  // Every block freed, the last one possibly held in this thread's cache: all of it
+  // goes back.
+  this->allocator_->clear_cache();
+  EXPECT_EQ(this->allocator_->get_statistics().reserved_bytes, 0u);
+  EXPECT_EQ(this->allocator_->calculate_statistics(), this->allocator_->get_statistics());
+}
+
+// A free that fails leaves the counters as they were, also right after a free that
+// a thread cache holds.
+TYPED_TEST(conformance, a_failed_free_after_a_free_changes_no_statistics) {
+  const allocation a = this->allocator_->allocate(std::size_t{1} << 20);
+  const allocation b = this->allocator_->allocate(std::size_t{1} << 20);
+  this->allocator_->free(a.address);
+  const statistics before = this->allocator_->get_statistics();
+  EXPECT_THROW(this->allocator_->free(b.address + 512), invalid_argument);
+  EXPECT_EQ(this->allocator_->get_statistics(), before);
+  EXPECT_EQ(this->allocator_->calculate_statistics(), before);
+  this->allocator_->free(b.address);
+}
+
+// What a thread's cache holds goes back when the thread ends.
+TYPED_TEST(conformance, a_thread_that_ends_gives_back_what_its_cache_holds) {
+  std::thread([&] {
+    const allocation a = this->allocator_->allocate(std::size_t{1} << 20);
+    const allocation b = this->allocator_->allocate(4096);
+    this->allocator_->free(b.address);
+    this->allocator_->free(a.address);
+  }).join();
+  EXPECT_EQ(this->allocator_->calculate_statistics(), this->allocator_->get_statistics());
+  EXPECT_EQ(this->allocator_->get_statistics().active_bytes, 0u);
+  this->allocator_->clear_cache();
+  EXPECT_EQ(this->allocator_->get_statistics().reserved_bytes, 0u);
 }
 
 TYPED_TEST(conformance, statistics_recount_matches_under_random_operations) {
@@ -311,8 +369,10 @@ TYPED_TEST(conformance, threads_allocating_and_freeing_account_for_every_byte) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(static_cast<std::uint64_t>(t));
       for (int i = 0; i < 2000; ++i) {
-        handoff[t].push_back(
-            this->allocator_->allocate(1 + rng() % 200000, static_cast<queue_id>(t % 2)));
+        // Mostly small blocks, one in eight up to 1.5 MiB (beside an arena, those up
+        // to 1 MiB are held back by the thread's cache for its next call).
+        const std::size_t bytes = 1 + rng() % (rng() % 8 ? 200000 : 1536 << 10);
+        handoff[t].push_back(this->allocator_->allocate(bytes, static_cast<queue_id>(t % 2)));
         if (handoff[t].size() > 32) {
           this->allocator_->free(handoff[t].front().address);
           handoff[t].erase(handoff[t].begin());
@@ -329,6 +389,8 @@ TYPED_TEST(conformance, threads_allocating_and_freeing_account_for_every_byte) {
     });
   }
   for (auto& th : threads) th.join();
+  // Other threads' caches flushed meanwhile too (clear_cache takes theirs).
+  this->allocator_->clear_cache();
   const statistics s = this->allocator_->calculate_statistics();
   EXPECT_EQ(s.active_bytes, 0u);
   EXPECT_EQ(s.live_blocks, 0u);
