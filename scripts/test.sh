@@ -27,7 +27,14 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMKIT_WER
   -DMEMKIT_SANITIZE=address,undefined -DMEMKIT_VALIDATE=ON -DMEMKIT_BENCH=OFF \
   -DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all -DCMAKE_C_FLAGS=-fno-sanitize-recover=all
 cmake --build build-asan -j"$jobs"
-ctest --test-dir build-asan -j"$jobs"
+# Tests that open the system's Vulkan driver run apart, with Mesa's lavapipe preloaded:
+# the Vulkan loader unloads it at vkDestroyInstance, and a one-time allocation its
+# globals still held then reads as a leak (128 bytes, Mesa 22.3.6-1+deb12u2).
+vulkan_tests='vulkan|Vulkan|gpu_backends_report_unavailable'
+ctest --test-dir build-asan -j"$jobs" -E "$vulkan_tests"
+lavapipe=$(ls /usr/lib/*/libvulkan_lvp.so 2>/dev/null | head -1 || true)
+LD_PRELOAD=$lavapipe ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 \
+  ctest --test-dir build-asan -j"$jobs" -R "$vulkan_tests"
 
 step "3/4 ThreadSanitizer: concurrency tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMKIT_WERROR=ON \
