@@ -152,7 +152,7 @@ allocator::~allocator() {
     thread_cache* cache = s.get_thread_cache();
     // The block held back before goes to the arena first, for the order of frees.
     if (cache->is_holding_back()) [[unlikely]]
-      s.take_held_back(*cache, 0, 0, 0, nullptr);
+      s.free_held_back(*cache);
     if (block* b = cache->recall(address); b && !b->used_elsewhere) {
       cache->lock();
       const bool parked =

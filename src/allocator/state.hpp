@@ -82,9 +82,12 @@ struct allocator::state {
   std::size_t calculate_parked_locked(std::size_t* blocks = nullptr) const;
   // Without the lock: the block `cache` holds back, handed out for `bytes` when a
   // request of `size` on `queue` would get its size; otherwise freed in the arena
-  // (then null). Size 0 only frees it.
+  // (then null).
   block* take_held_back(thread_cache& cache, std::size_t size, std::size_t bytes, queue_id queue,
                         address_t* address);
+  // Without the lock: the block `cache` holds back, if any, freed in the arena (no
+  // request has size 0).
+  void free_held_back(thread_cache& cache) { take_held_back(cache, 0, 0, 0, nullptr); }
   // stats with every cache's counters added (under the lock).
   statistics get_statistics_locked() const;
   statistics get_statistics_locked_unlocked_caches() const;  // caches already locked
