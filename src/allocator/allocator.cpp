@@ -59,7 +59,9 @@ std::size_t allocator::state::segment_size_for(std::size_t size) const {
 
 allocation allocator::state::on_allocated(block* b, std::size_t bytes, bool hit) {
   b->requested = bytes;
-  b->stamp.store(++stamp_counter & ((std::uint64_t{1} << 44) - 1), std::memory_order_release);
+  b->counted_requested = bytes;
+  b->stamp.store(++stamp_counter & ((std::uint64_t{1} << thread_cache::kStampBits) - 1),
+                 std::memory_order_release);
   const address_t address = b->owner->base + b->offset;
   live.insert(address, b);
   stats.active_bytes += b->size;
@@ -222,9 +224,9 @@ std::uint64_t allocator::stop_recording() {
 
 bool allocator::state::free_locked(block* b, address_t address) {
   live.erase(address);
+  stats.requested_bytes -= close_requested_account(b);
   b->stamp.store(0, std::memory_order_release);
   stats.active_bytes -= b->size;
-  stats.requested_bytes -= b->requested;
   stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;
   stats.frees++;
   stats.live_blocks--;
@@ -801,6 +803,10 @@ void allocator::state::validate_locked() const {
   check(counted.segments == totals.segments, "segment count differs");
   check(live.size() == stats.live_blocks, "the address map and the live blocks disagree");
   check(totals.peak_active_bytes >= totals.active_bytes, "peak active below active");
+  // The shared counters count parked blocks as live, with their requests' bytes.
+  check(stats.requested_bytes <= stats.active_bytes, "shared requested bytes above active bytes");
+  check(totals.peak_requested_bytes <= totals.peak_active_bytes,
+        "peak requested above peak active");
   check(totals.peak_reserved_bytes >= totals.reserved_bytes, "peak reserved below reserved");
   live.for_each([&](address_t address, const block* b) {
     check(b->live && b->owner->base + b->offset == address, "a live entry points at a wrong block");

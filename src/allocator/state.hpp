@@ -80,6 +80,9 @@ struct allocator::state {
   std::size_t flush_thread_caches_locked();
   std::size_t flush_thread_cache_locked(thread_cache& cache);  // returns the bytes parked
   std::size_t calculate_parked_locked(std::size_t* blocks = nullptr) const;
+  // Under the lock, for a block leaving the shared counters: the requested bytes
+  // they hold for it; a difference a thread cache keeps for it leaves that cache.
+  std::size_t close_requested_account(block* b);
   // Without the lock: the block `cache` holds back, handed out for `bytes` when a
   // request of `size` on `queue` would get its size; otherwise freed in the arena
   // (then null).

@@ -10,6 +10,10 @@
 //   true active bytes    == stats.active_bytes    + sum(cache.active_delta)
 //   true requested bytes == stats.requested_bytes + sum(cache.requested_delta)
 //   sum(cache.active_delta) == -sum(parked and held-back bytes) <= 0
+//   cache.requested_delta == sum over blocks it parked or handed out since its last
+//     flush of (requested, 0 while parked) - counted_requested
+// (a block the shared path frees takes its difference out of the cache that handed
+// it out: state::close_requested_account; a flush folds them into the counters)
 // so stats.peak_active_bytes, tracked on the shared counter, is an upper bound
 // of the true peak, exact whenever the caches are empty. Flushing a cache (thread
 // exit, pressure, clear_cache, reset_peak, limits) folds its counters into the
@@ -84,6 +88,8 @@ class alignas(64) thread_cache {
 
   // The counts of a block parked or held back (caller holds the lock).
   void count_parked(pools::block* b) {
+    // One this cache handed out before its last flush: the counters hold its request.
+    if (!is_open(b->stamp.load(std::memory_order_relaxed))) b->counted_requested = b->requested;
     stats.active_delta -= static_cast<std::int64_t>(b->size);
     stats.requested_delta -= static_cast<std::int64_t>(b->requested);
     stats.frees++;
@@ -111,9 +117,9 @@ class alignas(64) thread_cache {
     return true;
   }
   // The held-back block if a request of `size` on `queue` would get that size;
-  // otherwise it comes out into *evicted, its park undone but for its requested
-  // bytes (already subtracted: its free then subtracts none), for the caller to
-  // free in the arena (caller holds the lock).
+  // otherwise it comes out into *evicted, its park undone (live again, for the
+  // caller to free in the arena: that free subtracts it from the shared counters),
+  // or null (caller holds the lock).
   pools::block* take_held_back(std::size_t size, queue_id queue, address_t* address,
                                parked* evicted) {
     const parked out = held_back_;
@@ -124,7 +130,10 @@ class alignas(64) thread_cache {
       return out.b;
     }
     if (out.b) {
+      // Live again with the request the shared counters hold, for the caller's free.
       stats.active_delta += static_cast<std::int64_t>(out.b->size);
+      stats.requested_delta += static_cast<std::int64_t>(out.b->counted_requested);
+      out.b->requested = out.b->counted_requested;
       stats.frees--;
       *evicted = out;
     }
@@ -152,7 +161,18 @@ class alignas(64) thread_cache {
   }
 
   // A stamp no other hand-out has had: this cache's number in the high bits.
-  std::uint64_t next_stamp() { return (cache_number_ << 44) | ++stamps_; }
+  std::uint64_t next_stamp() { return (cache_number_ << kStampBits) | ++stamps_; }
+  static constexpr int kStampBits = 44;
+  static std::uint64_t cache_number_of(std::uint64_t stamp) { return stamp >> kStampBits; }
+  std::uint64_t get_cache_number() const { return cache_number_; }
+  // Whether a block with this stamp was handed out by this cache since its last
+  // flush: its difference of requested bytes is still in requested_delta.
+  bool is_open(std::uint64_t stamp) const {
+    return cache_number_of(stamp) == cache_number_ &&
+           (stamp & ((std::uint64_t{1} << kStampBits) - 1)) > folded_stamps_;
+  }
+  // A flush folded the counters: every hand-out so far is closed.
+  void note_folded() { folded_stamps_ = stamps_; }
 
   // Parks a block this thread freed; false when full (caller holds the lock).
   bool push(pools::block* b, address_t address) {
@@ -212,6 +232,7 @@ class alignas(64) thread_cache {
   std::uint64_t allocator_id_;
   std::uint64_t cache_number_;  // >= 1; the shared path's stamps use 0
   std::uint64_t stamps_ = 0;
+  std::uint64_t folded_stamps_ = 0;        // hand-outs up to this stamp are folded
   std::uint32_t tries_ = 0;                // allocations tried in this window
   std::uint32_t tries_hit_ = 0;            // of which the cache served
   std::uint32_t skip_left_ = 0;            // allocations left that skip the cache

@@ -71,6 +71,7 @@ std::size_t allocator::state::flush_thread_cache_locked(thread_cache& cache) {
   stats.frees += cache.stats.frees;
   stats.live_blocks = stats.live_blocks + cache.stats.allocations - cache.stats.frees;
   cache.stats = {};
+  cache.note_folded();
   cache.drain([&](block* b) {
     live.erase(b->owner->base + b->offset);
     const std::uint64_t serial = ++free_serial;
@@ -100,6 +101,24 @@ block* allocator::state::take_held_back(thread_cache& cache, std::size_t size, s
   }
   if (evicted.b) free_shared(evicted.address, evicted.b);
   return nullptr;
+}
+
+std::size_t allocator::state::close_requested_account(block* b) {
+  const std::uint64_t stamp = b->stamp.load(std::memory_order_relaxed);
+  const std::uint64_t number = thread_cache::cache_number_of(stamp);
+  if (number == 0 || b->requested == b->counted_requested) return b->requested;
+  for (thread_cache* cache : caches) {
+    if (cache->get_cache_number() != number) continue;
+    cache->lock();
+    const bool open = cache->is_open(stamp);
+    if (open) {
+      cache->stats.requested_delta -=
+          static_cast<std::int64_t>(b->requested) - static_cast<std::int64_t>(b->counted_requested);
+    }
+    cache->unlock();
+    return open ? b->counted_requested : b->requested;
+  }
+  return b->requested;  // its cache is gone: flushed, so the counters hold the request
 }
 
 std::size_t allocator::state::flush_thread_caches_locked() {

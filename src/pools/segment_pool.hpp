@@ -42,6 +42,9 @@ struct alignas(64) block : placement::range_node {
   // thread cache checking that a block it handed out was not freed elsewhere.
   std::atomic<std::uint64_t> stamp{0};
   std::uint64_t loop_serial = 0;  // arena: the request's serial in the loop plan
+  // Live or parked: the bytes the allocator's shared counters hold for its request
+  // (the request the shared path served; a thread cache keeps any difference).
+  std::size_t counted_requested = 0;
 
   bool is_listed() const { return unmerged_slot != kNotListed; }
   static constexpr std::uint32_t kNotListed = ~0u;
@@ -63,6 +66,7 @@ struct alignas(64) block : placement::range_node {
     used_elsewhere = false;
     unmerged_slot = kNotListed;
     loop_serial = 0;
+    counted_requested = 0;
   }
 };
 

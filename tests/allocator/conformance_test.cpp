@@ -312,6 +312,37 @@ TYPED_TEST(conformance, a_freed_block_is_taken_back_by_a_request_of_its_size) {
   EXPECT_EQ(this->allocator_->calculate_statistics(), this->allocator_->get_statistics());
 }
 
+// The peaks stay bounded when freed blocks a thread's cache holds are given up for
+// requests of another size, however often: a loop that alternates two sizes never
+// has more than one block live. (The peaks may count one parked block as live too:
+// an upper bound, thread_cache.hpp; never more.)
+TYPED_TEST(conformance, peaks_stay_bounded_when_freed_blocks_are_given_up) {
+  this->allocator_->reset_peak();
+  for (int i = 0; i < 64; ++i) {
+    const std::size_t bytes = i % 2 ? std::size_t{800} << 10 : std::size_t{1} << 20;
+    this->allocator_->free(this->allocator_->allocate(bytes).address);
+  }
+  const statistics s = this->allocator_->get_statistics();
+  EXPECT_LE(s.peak_requested_bytes, std::size_t{2} << 20);
+  EXPECT_LE(s.peak_requested_bytes, s.peak_active_bytes);
+  EXPECT_EQ(this->allocator_->calculate_statistics(), s);
+}
+
+// A block a thread's cache hands out for a smaller request, freed on another thread:
+// the counters and their peaks stay exact, however often.
+TYPED_TEST(conformance, a_cached_block_freed_on_another_thread_keeps_requested_bytes_exact) {
+  this->allocator_->reset_peak();
+  for (int i = 0; i < 100; ++i) {
+    this->allocator_->free(this->allocator_->allocate(4096).address);
+    const allocation b = this->allocator_->allocate(3000);  // the same block, if cached
+    std::thread([&] { this->allocator_->free(b.address); }).join();
+    ASSERT_EQ(this->allocator_->get_statistics().requested_bytes, 0u) << "after " << i;
+  }
+  const statistics s = this->allocator_->get_statistics();
+  EXPECT_LE(s.peak_requested_bytes, std::size_t{8192});
+  EXPECT_EQ(this->allocator_->calculate_statistics(), s);
+}
+
 // A free that fails leaves the counters as they were, also right after a free that
 // a thread cache holds.
 TYPED_TEST(conformance, a_failed_free_after_a_free_changes_no_statistics) {
