@@ -193,9 +193,19 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   const std::uint64_t first = last + 1 - 2 * period;
   // A plan is replaced only by a loop around it that it failed to follow.
   if (phase_ != phase::learning && lost_at_ < first) return false;
+  // Sizes that repeat while lifetimes do not (requests of a fixed list of sizes freed
+  // at random) make no loop: most blocks of copy A must live as long as their twins
+  // in copy B (those B still holds are not compared). Cheap, before the sort below.
+  std::size_t compared = 0, differing = 0;
   for (std::size_t k = 0; k < period; ++k) {
-    if (at(first + k).size != at(first + period + k).size) return false;
+    const request& a = at(first + k);
+    const request& b = at(first + period + k);
+    if (a.size != b.size) return false;
+    if (b.freed == kNone) continue;
+    ++compared;
+    differing += a.freed == kNone || a.freed - a.allocated != b.freed - b.allocated;
   }
+  if (2 * differing > compared) return false;
   // Copy A, with times relative to its first request; `span` is one repetition.
   const std::uint64_t start = at(first).allocated;
   const std::uint64_t span = at(first + period).allocated - start;

@@ -309,5 +309,23 @@ TEST(loop_plan, a_period_rejected_again_and_again_is_checked_ever_more_rarely) {
   EXPECT_LE(p.plan.get_checks(), 40u) << "an eighth of the period apart would be 16,000";
 }
 
+// A fixed list of sizes requested over and over, each block freed after a random
+// number of requests (a window of random lifetimes): the sizes repeat, the program does
+// not, and no plan is made from one copy's lifetimes.
+TEST(loop_plan, sizes_that_repeat_with_random_lifetimes_get_no_plan) {
+  std::mt19937_64 rng(7);
+  std::vector<std::size_t> sizes(256);
+  for (std::size_t& size : sizes) size = 256 * (1 + rng() % 65536);
+  program p;
+  for (int i = 0; i < 400; ++i) {
+    std::vector<block> step;
+    for (const std::size_t size : sizes) step.push_back({size, rng() % 512});
+    p.step(step);
+  }
+  EXPECT_EQ(p.plan.get_region_bytes(), 0u);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::learning);
+  EXPECT_GT(p.plan.get_checks(), 0u);
+}
+
 }  // namespace
 }  // namespace memkit::placement
