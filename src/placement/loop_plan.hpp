@@ -13,9 +13,10 @@
 //              free are kept (the last kMaxHistory requests). A window of the last
 //              kWindow sizes seen before proposes a period P (the windows looked
 //              up are chosen by their sizes, one in every kWinnow at least); it
-//              is accepted when the last P sizes equal the P before them and one
-//              repetition, cut where the fewest of its bytes are live, leaves at
-//              most kMaxCrossing of its load crossing the cut.
+//              is accepted when the last P sizes equal the P before them, most of
+//              their blocks live as long as their twins, and one repetition, cut
+//              where the fewest of its bytes are live, leaves at most kMaxCrossing
+//              of its load crossing the cut.
 //   planned    blocks of one repetition that are freed within it get an offset:
 //                no two planned blocks live at one moment overlap
 //                LOAD <= height <= 1.01 LOAD (a higher plan is declined)
