@@ -280,9 +280,23 @@ def command_compare(args):
     return 0 if not any(r.get("failed") for r in results) else 1
 
 
+def paired_ratio(runs, base):
+    """The median over timed steps of a step's time over PyTorch's same step (the loops
+    draw the same batches for both), run i against PyTorch's run i: steps that the host
+    slowed for both cancel out; None when the step counts differ."""
+    ratios = []
+    for run, base_run in zip(runs, base):
+        times, base_times = run.get("step_times_ms"), base_run.get("step_times_ms")
+        if not times or not base_times or len(times) != len(base_times):
+            return None
+        ratios += [t / b for t, b in zip(times, base_times) if b > 0]
+    return statistics.median(ratios) if ratios else None
+
+
 def print_table(results, loops, allocators):
-    """One row per loop: each allocator's median step time over PyTorch's and peak
-    reserved / peak allocated; memkit's unmaps per timed step; whether losses match."""
+    """One row per loop: each allocator's median step time over PyTorch's (and, in
+    parentheses, the paired ratio: paired_ratio) and peak reserved / peak allocated;
+    memkit's unmaps per timed step."""
     print("\n| loop | " + " | ".join("%s time / PyTorch's | %s reserved / allocated" % (a, a)
                                      for a in allocators) + " | memkit unmaps a step |")
     print("| --- |" + " ---: | ---: |" * len(allocators) + " ---: |")
@@ -304,7 +318,11 @@ def print_table(results, loops, allocators):
             ms = statistics.median(r["step_ms"] for r in runs[a])
             ratio = statistics.median(r["peak_reserved"] / max(r["peak_allocated"], 1)
                                       for r in runs[a])
-            cells += ["%.3f" % (ms / base_ms) if base_ms else "%.1f ms" % ms, "%.3f" % ratio]
+            paired = paired_ratio(runs[a], base) if base and a != "pytorch" else None
+            time_cell = "%.3f" % (ms / base_ms) if base_ms else "%.1f ms" % ms
+            if paired is not None:
+                time_cell += " (%.3f)" % paired
+            cells += [time_cell, "%.3f" % ratio]
             if "unmaps_per_step" in runs[a][0]:
                 unmaps = "%.1f" % statistics.mean(r["unmaps_per_step"] for r in runs[a])
         print("| %s | %s | %s |" % (name, " | ".join(cells), unmaps))
