@@ -60,8 +60,7 @@ std::size_t allocator::state::segment_size_for(std::size_t size) const {
 allocation allocator::state::on_allocated(block* b, std::size_t bytes, bool hit) {
   b->requested = bytes;
   b->counted_requested = bytes;
-  b->stamp.store(++stamp_counter & ((std::uint64_t{1} << thread_cache::kStampBits) - 1),
-                 std::memory_order_release);
+  b->stamp.store(thread_cache::serial_of(++stamp_counter), std::memory_order_release);
   const address_t address = b->owner->base + b->offset;
   live.insert(address, b);
   stats.active_bytes += b->size;

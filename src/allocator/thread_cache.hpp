@@ -164,12 +164,15 @@ class alignas(64) thread_cache {
   std::uint64_t next_stamp() { return (cache_number_ << kStampBits) | ++stamps_; }
   static constexpr int kStampBits = 44;
   static std::uint64_t cache_number_of(std::uint64_t stamp) { return stamp >> kStampBits; }
+  // The serial part of a stamp (the shared path's stamps are serials alone).
+  static std::uint64_t serial_of(std::uint64_t stamp) {
+    return stamp & ((std::uint64_t{1} << kStampBits) - 1);
+  }
   std::uint64_t get_cache_number() const { return cache_number_; }
   // Whether a block with this stamp was handed out by this cache since its last
   // flush: its difference of requested bytes is still in requested_delta.
   bool is_open(std::uint64_t stamp) const {
-    return cache_number_of(stamp) == cache_number_ &&
-           (stamp & ((std::uint64_t{1} << kStampBits) - 1)) > folded_stamps_;
+    return cache_number_of(stamp) == cache_number_ && serial_of(stamp) > folded_stamps_;
   }
   // A flush folded the counters: every hand-out so far is closed.
   void note_folded() { folded_stamps_ = stamps_; }
