@@ -7,7 +7,8 @@ allocation traces and compared under three allocators on a CUDA GPU.
         Runs each loop (its own process, PyTorch's default allocator) with PyTorch's
         memory history on and writes DIR/<loop>.trace.csv.gz: memkit's trace format
         with a step marker line `s` before each iteration, and metadata (workload,
-        source, steps, warmup_steps, PyTorch's peaks on that run).
+        source, steps, warmup_steps, PyTorch's peaks on that run). The loop runs as
+        compare runs it (run_steps), warm-up and timed steps alike.
     workloads.py compare --lib libmemkit_torch.so [--loops L...] [--warmup 10]
                          [--steps 25] [--repeats 1] [--allocators A...] [--json F]
         Runs each loop in its own process under each allocator: `pytorch` (PyTorch's
@@ -95,6 +96,36 @@ def read_call_time(lib):
     return ns.value, count.value
 
 
+def run_steps(step, warmup, steps, before_step=lambda: None, after_warmup=lambda: None):
+    """Runs the loop as compare times it, and record records it: warm-up steps whose
+    loss is read at once, then timed steps that each keep their loss until the next
+    one's is made (as a training script that logs it; a block it holds lives across
+    the step boundary, which a plan learned in the warm-up must survive). Returns the
+    losses and the timed steps' times (ms)."""
+    import torch
+    losses = []
+    for _ in range(warmup):
+        before_step()
+        losses.append(step().item())
+    torch.cuda.synchronize()
+    # Python's collector would pause a step at random: it runs between the timed
+    # steps instead, for every allocator alike.
+    gc.collect()
+    gc.disable()
+    after_warmup()
+    times = []
+    for _ in range(steps):
+        before_step()
+        start = time.perf_counter()
+        loss = step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1000.0)
+        losses.append(loss.item())
+        gc.collect()
+    gc.enable()
+    return losses, times
+
+
 def child_compare(name, allocator, lib_path, warmup, steps, seed):
     import torch
     kind = parse_allocator(allocator)[0]
@@ -107,24 +138,14 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
         lib.memkit_torch_get_statistics.argtypes = [ctypes.c_int,
                                                     ctypes.POINTER(MemkitStatistics)]
     step = make_loop(name, seed)
-    losses = []
-    for _ in range(warmup):
-        losses.append(step().item())
-    torch.cuda.synchronize()
-    # Python's collector would pause a step at random: it runs between the timed
-    # steps instead, for every allocator alike.
-    gc.collect()
-    gc.disable()
-    before = read_memkit_statistics(lib) if lib else None
-    call_time_before = read_call_time(lib) if lib else None
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        loss = step()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1000.0)
-        losses.append(loss.item())
-        gc.collect()
+    before = {}
+
+    def read_before():
+        if lib:
+            before.update(read_memkit_statistics(lib))
+            before["call_time"] = read_call_time(lib)
+    losses, times = run_steps(step, warmup, steps, after_warmup=read_before)
+    call_time_before = before.get("call_time")
     result = {"loop": name, "allocator": allocator, "step_ms": statistics.median(times),
               "step_times_ms": times, "losses": losses}
     if lib:
@@ -156,11 +177,12 @@ def child_record(name, out_dir, steps, seed):
     except TypeError:
         torch.cuda.memory._record_memory_history(max_entries=8_000_000)
     step = make_loop(name, seed)
-    for _ in range(steps):
+
+    def mark():
         with torch.cuda.stream(marker_stream):  # an allocation here marks a new step
-            marker = torch.empty(1, device="cuda")
-        del marker
-        step().item()
+            torch.empty(1, device="cuda")
+    warmup = min(RECORD_WARMUP, steps)
+    run_steps(step, warmup, steps - warmup, before_step=mark)
     torch.cuda.synchronize()
     snapshot = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(None)

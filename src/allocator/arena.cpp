@@ -268,7 +268,16 @@ block* arena::take_planned(std::uint64_t offset, std::size_t size, queue_id queu
   if (regions_.empty()) return nullptr;
   pools::segment_pool& pool = regions_.back()->pool;
   const block* free_range = pool.find_free_at(offset, size);
-  if (!free_range || (free_range->queue != queue && !pool.is_safe(free_range))) return nullptr;
+  if (!free_range) {
+    // Planned blocks still live there outlived their plan: online from now on, or
+    // this place would be missed every repetition (and pages move each time).
+    for (const block* b = pool.get_segments().front()->first; b && b->offset < offset + size;
+         b = static_cast<const block*>(b->next_range)) {
+      if (b->live && b->offset + b->size > offset) loop_.unplan(b->loop_serial);
+    }
+    return nullptr;
+  }
+  if (free_range->queue != queue && !pool.is_safe(free_range)) return nullptr;
   return pool.take_at(free_range, offset, size, queue, previous_queue);
 }
 

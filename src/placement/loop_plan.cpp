@@ -33,6 +33,8 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
         break;
       }
       position_ = 0;  // a request like the loop's first: follow it again from there
+      synced_serial_ = serial;
+      synced_position_ = 0;
       phase_ = phase::waiting;
       follow();
       break;
@@ -65,6 +67,7 @@ void loop_plan::follow() {
 
 void loop_plan::lose(std::uint64_t serial, std::size_t size) {
   ++losses_;
+  synced_serial_ = kNone;
   // A plan lost before its region was asked for was a repetition inside the loop
   // (a stack of equal layers, say): learn again, looking for a longer one.
   if (region_bytes_ == 0) {
@@ -82,8 +85,17 @@ void loop_plan::lose(std::uint64_t serial, std::size_t size) {
   lost_at_ = serial;
 }
 
+void loop_plan::unplan(std::uint64_t serial) {
+  if (synced_serial_ == kNone || serial < synced_serial_ || sizes_.empty()) return;
+  const std::size_t position = (synced_position_ + (serial - synced_serial_)) % sizes_.size();
+  if (offsets_[position] == kNone) return;
+  offsets_[position] = kNone;
+  ++unplanned_;
+}
+
 void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_period) {
   min_period_ = std::max(min_period, kMinPeriod);
+  synced_serial_ = kNone;
   declined_ = 0;
   sizes_.clear();
   offsets_.clear();
@@ -307,6 +319,8 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   load_ = static_cast<std::uint64_t>(load);
   // The last request was copy B's last, at position period - 1 - best_cut.
   position_ = period - 1 - best_cut;
+  synced_serial_ = last;
+  synced_position_ = position_;
   offset_ = kNone;
   record_until_ = 0;  // until the plan is lost (see is_recording)
   phase_ = phase::waiting;

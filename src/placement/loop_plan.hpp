@@ -24,7 +24,11 @@
 //              left to online placement (offset kNone).
 //   following  request n of the loop is at position (n - start) mod P; a size other
 //              than the plan's at that position loses the loop; the loop is found
-//              again when a request matches position 0 of the plan. Learning goes
+//              again when a request matches position 0 of the plan. A planned block
+//              found still holding its place when a later request needs it (it
+//              outlived the lifetime it was planned for: the program changed, or
+//              keeps a result longer after its warm-up) is unplanned: its position
+//              is placed online from then on. Learning goes
 //              on for kMaxHistory requests after each loss: a longer loop found
 //              around the plan, which the plan failed to follow within it (the
 //              plan was one of its layers), replaces it.
@@ -74,6 +78,10 @@ class loop_plan {
   bool is_region_ready() const { return region_ready_; }
   // A planned request the caller could not place at its offset (still in use).
   void on_missed() { ++missed_; }
+  // The planned block of request `serial` was live where a later request was planned:
+  // its position goes online from now on (a serial from before the loop was last
+  // found, or of a request not planned, changes nothing).
+  void unplan(std::uint64_t serial);
 
   phase get_phase() const { return phase_; }
   // The last request began a repetition of a learned loop (its cut).
@@ -85,6 +93,7 @@ class loop_plan {
   std::uint64_t get_missed() const { return missed_; }
   std::uint64_t get_losses() const { return losses_; }
   std::uint64_t get_checks() const { return checks_; }  // periods checked (try_plan calls)
+  std::uint64_t get_unplanned() const { return unplanned_; }  // positions unplanned
 
  private:
   struct request {
@@ -153,10 +162,14 @@ class loop_plan {
   std::uint64_t load_ = 0;              // LOAD of the planned blocks
   bool region_ready_ = false;
   std::size_t position_ = 0;      // position of the last request
+  // A request known to be at a position: every later one is at the next, until a loss.
+  std::uint64_t synced_serial_ = kNone;  // kNone: no plan followed since the last loss
+  std::size_t synced_position_ = 0;
   std::uint64_t offset_ = kNone;  // where the last request goes
   std::uint64_t missed_ = 0;      // planned requests placed online
   std::uint64_t losses_ = 0;      // times the loop was lost
   std::uint64_t checks_ = 0;      // periods checked
+  std::uint64_t unplanned_ = 0;   // positions unplanned
 };
 
 }  // namespace memkit::placement

@@ -31,8 +31,10 @@ class program {
   // Runs one step; returns the offset given to each of its requests.
   std::vector<std::uint64_t> step(const std::vector<block>& blocks) {
     std::vector<std::uint64_t> offsets;
+    serials.clear();
     for (const block& b : blocks) {
       const std::uint64_t serial = plan.on_request(b.size);
+      serials.push_back(serial);
       if (plan.get_region_bytes() > 0 && !plan.is_region_ready()) {
         plan.set_region_ready();
         region_at = requests_;
@@ -56,6 +58,7 @@ class program {
   }
 
   loop_plan plan;
+  std::vector<std::uint64_t> serials;  // of the last step's requests
   std::uint64_t conflicts = 0;  // planned blocks live at once sharing bytes, or past the region
   std::uint64_t top = 0;        // the highest offset + size given
   std::uint64_t region_at = 0;  // requests made before the region was asked for
@@ -204,6 +207,46 @@ TEST(loop_plan, a_different_size_loses_the_loop_until_it_comes_back) {
   EXPECT_EQ(count_none(back), 0u);
   EXPECT_EQ(p.plan.get_losses(), 1u);
   EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, a_planned_block_that_outlives_its_plan_goes_online) {
+  program p;
+  const std::vector<block> step = varied_step();
+  const std::vector<std::uint64_t> planned = p.steps(step, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  ASSERT_EQ(count_none(planned), 0u);
+  // The arena found request 7's block still live where a later request was planned.
+  p.plan.unplan(p.serials[7]);
+  EXPECT_EQ(p.plan.get_unplanned(), 1u);
+  for (int repetition = 0; repetition < 3; ++repetition) {
+    const std::vector<std::uint64_t> after = p.step(step);
+    for (std::size_t k = 0; k < after.size(); ++k)
+      EXPECT_EQ(after[k], k == 7 ? kNone : planned[k]) << "request " << k;
+  }
+  p.plan.unplan(p.serials[7]);  // already online
+  EXPECT_EQ(p.plan.get_unplanned(), 1u);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_losses(), 0u);
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, a_block_from_before_a_loss_is_not_unplanned) {
+  std::vector<block> step = varied_step();
+  step[0] = {std::size_t{64} << 20, 39};  // the cut at position 0, as above
+  program p;
+  p.steps(step, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  const std::vector<std::uint64_t> before = p.serials;
+  std::vector<block> odd = step;
+  odd[20].size += 1;
+  p.step(odd);
+  ASSERT_EQ(p.plan.get_losses(), 1u);
+  const std::vector<std::uint64_t> back = p.step(step);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  // Serials before the loss say nothing of positions now.
+  p.plan.unplan(before[5]);
+  EXPECT_EQ(p.plan.get_unplanned(), 0u);
+  EXPECT_EQ(p.step(step), back);
 }
 
 // Windows are looked up by their sizes, not all of them, yet every loop of at least
