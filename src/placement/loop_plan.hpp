@@ -92,7 +92,7 @@ class loop_plan {
   std::uint64_t get_load() const { return load_; }
   std::uint64_t get_missed() const { return missed_; }
   std::uint64_t get_losses() const { return losses_; }
-  std::uint64_t get_checks() const { return checks_; }  // periods checked (try_plan calls)
+  std::uint64_t get_checks() const { return checks_; }        // periods checked (try_plan calls)
   std::uint64_t get_unplanned() const { return unplanned_; }  // positions unplanned
 
  private:
@@ -162,14 +162,14 @@ class loop_plan {
   std::uint64_t load_ = 0;              // LOAD of the planned blocks
   bool region_ready_ = false;
   std::size_t position_ = 0;      // position of the last request
-  // A request known to be at a position: every later one is at the next, until a loss.
-  std::uint64_t synced_serial_ = kNone;  // kNone: no plan followed since the last loss
-  std::size_t synced_position_ = 0;
   std::uint64_t offset_ = kNone;  // where the last request goes
   std::uint64_t missed_ = 0;      // planned requests placed online
   std::uint64_t losses_ = 0;      // times the loop was lost
   std::uint64_t checks_ = 0;      // periods checked
   std::uint64_t unplanned_ = 0;   // positions unplanned
+  // A request known to be at a position: every later one is at the next, until a loss.
+  std::uint64_t synced_serial_ = kNone;  // kNone: no plan followed since the last loss
+  std::size_t synced_position_ = 0;      // the position of synced_serial_
 };
 
 }  // namespace memkit::placement
