@@ -29,6 +29,10 @@ constexpr std::size_t kNearFit = 8;  // "near": within 1/8 of the request
 constexpr std::size_t kRunFitPages = 8;
 // Work, at most, looking for mapped pages inside free ranges (bitmap words read).
 constexpr std::size_t kWindowPageScan = 4096;
+// take_tightest_run: free ranges looked at once one holds a mapped run that fits. They
+// come smallest first, and each costs a walk of its pages' bits: the random window
+// looked at 18 a call, 5% faster with this cap, replay of the suite no worse.
+constexpr int kRangesAfterFit = 4;
 // Frees that record a fence after pages moved or a request waited for them: while
 // pages move, a wait for some of them need not wait for all the work queued since.
 constexpr std::uint32_t kFencesAfterMoves = 4096;
@@ -110,6 +114,7 @@ block* arena::take_tightest_run(std::size_t size, queue_id queue, queue_id* prev
   std::uint64_t best_room = std::numeric_limits<std::uint64_t>::max();
   std::size_t scan_left = kWindowPageScan;
   int ranges = 0;
+  int after_found = 0;
   range_.visit_usable(size, queue, [&](const block* range) {
     if (++ranges > kMappedCandidatesWithSlack) return true;
     const std::uint64_t range_end = range->offset + range->size;
@@ -134,6 +139,7 @@ block* arena::take_tightest_run(std::size_t size, queue_id queue, queue_id* prev
       }
       page = end_page + 1;
     }
+    if (best && ++after_found > kRangesAfterFit) return true;
     // A run that leaves less than a page over cannot be beaten by much.
     return scan_left == 0 || best_room < size + g;
   });
