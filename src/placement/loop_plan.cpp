@@ -18,6 +18,10 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
       break;
     case phase::waiting:
     case phase::following:
+      if (relearn_) {  // blocks outlived the plan widely (see unplan)
+        restart(serial, size, 0);
+        break;
+      }
       position_ = position_ + 1 == sizes_.size() ? 0 : position_ + 1;
       if (sizes_[position_] != size) {
         lose(serial, size);
@@ -91,11 +95,21 @@ void loop_plan::unplan(std::uint64_t serial) {
   if (offsets_[position] == kNone) return;
   offsets_[position] = kNone;
   ++unplanned_;
+  unplanned_bytes_ += sizes_[position];
+  if (static_cast<double>(unplanned_bytes_) <= kMaxUnplanned * static_cast<double>(load_)) return;
+  relearn_ = true;
+  // The new lifetimes may need the search the old ones did not (a few times at most:
+  // each search holds the allocator's lock).
+  if (relearns_++ < kMaxRelearnSearches) {
+    std::erase(searched_periods_, sizes_.size());
+  }
 }
 
 void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_period) {
   min_period_ = std::max(min_period, kMinPeriod);
   synced_serial_ = kNone;
+  unplanned_bytes_ = 0;
+  relearn_ = false;
   declined_ = 0;
   sizes_.clear();
   offsets_.clear();
@@ -321,6 +335,7 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   position_ = period - 1 - best_cut;
   synced_serial_ = last;
   synced_position_ = position_;
+  unplanned_bytes_ = 0;
   offset_ = kNone;
   record_until_ = 0;  // until the plan is lost (see is_recording)
   phase_ = phase::waiting;

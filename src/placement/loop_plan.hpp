@@ -28,7 +28,9 @@
 //              found still holding its place when a later request needs it (it
 //              outlived the lifetime it was planned for: the program changed, or
 //              keeps a result longer after its warm-up) is unplanned: its position
-//              is placed online from then on. Learning goes
+//              is placed online from then on. Once the unplanned blocks pass
+//              kMaxUnplanned of the plan's load (their places in the region lie
+//              unused), the loop is learned afresh, from its lifetimes now. Learning goes
 //              on for kMaxHistory requests after each loss: a longer loop found
 //              around the plan, which the plan failed to follow within it (the
 //              plan was one of its layers), replaces it.
@@ -61,7 +63,9 @@ class loop_plan {
   static constexpr std::size_t kMaxSearches = 64;     // periods searched at most
   static constexpr double kMaxHeightOverLoad = 1.01;  // a higher plan is not used ...
   static constexpr std::uint64_t kDeclinedRepetitions = 16;  // ... for this many repetitions
-  static constexpr double kMaxCrossing = 0.25;  // of the repetition's load, live across its cut
+  static constexpr double kMaxCrossing = 0.25;   // of the repetition's load, live across its cut
+  static constexpr double kMaxUnplanned = 0.01;  // of the plan's load, then it is learned again
+  static constexpr std::uint64_t kMaxRelearnSearches = 4;  // relearns that may search again
 
   enum class phase { learning, waiting, following, lost };
 
@@ -161,12 +165,15 @@ class loop_plan {
   std::uint64_t record_until_ = 0;      // under a plan, requests before it are kept
   std::uint64_t load_ = 0;              // LOAD of the planned blocks
   bool region_ready_ = false;
-  std::size_t position_ = 0;      // position of the last request
-  std::uint64_t offset_ = kNone;  // where the last request goes
-  std::uint64_t missed_ = 0;      // planned requests placed online
-  std::uint64_t losses_ = 0;      // times the loop was lost
-  std::uint64_t checks_ = 0;      // periods checked
-  std::uint64_t unplanned_ = 0;   // positions unplanned
+  std::size_t position_ = 0;           // position of the last request
+  std::uint64_t offset_ = kNone;       // where the last request goes
+  std::uint64_t missed_ = 0;           // planned requests placed online
+  std::uint64_t losses_ = 0;           // times the loop was lost
+  std::uint64_t checks_ = 0;           // periods checked
+  std::uint64_t unplanned_ = 0;        // positions unplanned
+  std::uint64_t unplanned_bytes_ = 0;  // their sizes, under this plan
+  bool relearn_ = false;               // too many: learn again at the next request
+  std::uint64_t relearns_ = 0;         // times that happened
   // A request known to be at a position: every later one is at the next, until a loss.
   std::uint64_t synced_serial_ = kNone;  // kNone: no plan followed since the last loss
   std::size_t synced_position_ = 0;      // the position of synced_serial_

@@ -215,19 +215,39 @@ TEST(loop_plan, a_planned_block_that_outlives_its_plan_goes_online) {
   const std::vector<std::uint64_t> planned = p.steps(step, 40);
   ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
   ASSERT_EQ(count_none(planned), 0u);
-  // The arena found request 7's block still live where a later request was planned.
-  p.plan.unplan(p.serials[7]);
+  // The arena found request 0's block (4 KiB) still live where a later request was planned.
+  p.plan.unplan(p.serials[0]);
   EXPECT_EQ(p.plan.get_unplanned(), 1u);
   for (int repetition = 0; repetition < 3; ++repetition) {
     const std::vector<std::uint64_t> after = p.step(step);
     for (std::size_t k = 0; k < after.size(); ++k)
-      EXPECT_EQ(after[k], k == 7 ? kNone : planned[k]) << "request " << k;
+      EXPECT_EQ(after[k], k == 0 ? kNone : planned[k]) << "request " << k;
   }
-  p.plan.unplan(p.serials[7]);  // already online
+  p.plan.unplan(p.serials[0]);  // already online
   EXPECT_EQ(p.plan.get_unplanned(), 1u);
   EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
   EXPECT_EQ(p.plan.get_losses(), 0u);
   EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, a_plan_whose_blocks_outlive_it_widely_is_learned_again) {
+  program p;
+  const std::vector<block> step = varied_step();
+  p.steps(step, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  // The program changed: requests 0-9 now live to the end of the step.
+  std::vector<block> longer = step;
+  for (std::size_t k = 0; k < 10; ++k) longer[k].life = 39 - k;
+  const std::vector<std::uint64_t> first = p.step(longer);
+  for (std::size_t k = 0; k < 10; ++k) p.plan.unplan(p.serials[k]);  // as the arena would
+  EXPECT_EQ(p.plan.get_unplanned(), 10u);
+  p.step(longer);  // its first request starts learning again
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::learning);
+  const std::vector<std::uint64_t> again = p.steps(longer, 40);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(count_none(again), 0u) << "the new plan places every request";
+  EXPECT_EQ(p.plan.get_missed(), 0u);
+  (void)first;
 }
 
 TEST(loop_plan, a_block_from_before_a_loss_is_not_unplanned) {
