@@ -53,7 +53,9 @@
 //               no two planned blocks live at once overlap;
 //               LOAD <= region <= 1.01 LOAD
 //             a planned place still in use, or a request off the plan, is placed
-//             online. The steady state then touches the same pages every step.
+//             online; the planned blocks found holding it outlived their plan and
+//             are placed online from then on (past 1% of LOAD, the loop is learned
+//             again). The steady state then touches the same pages every step.
 //   fences    a block freed on queue q is reusable at once on q; on another
 //             queue once a fence recorded on q after the free completes
 //             (allocator/fences.hpp: the safe serial and fences of each queue).
