@@ -47,14 +47,13 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
     learn(serial);
     if (history_.size() >= 2 * kMaxHistory) {
       // Forget the older half; a period longer than what is left is not planned.
-      history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(kMaxHistory));
+      history_.drop_front(kMaxHistory);
       first_serial_ += kMaxHistory;
       forget_windows();
     }
   } else if (recording) {
     // Recording ended (a plan was made, or it held for long since its last loss).
-    history_.clear();
-    history_.shrink_to_fit();
+    history_.release();
     forget_windows();
   }
   return serial;
@@ -81,7 +80,8 @@ void loop_plan::lose(std::uint64_t serial, std::size_t size) {
   phase_ = phase::lost;
   if (!is_recording(serial)) {
     // Look for a longer loop around this one from here on (see is_recording).
-    history_.assign(1, {size, time_, kNone});
+    history_.clear();
+    history_.push_back({size, time_, kNone});
     first_serial_ = serial;
     forget_windows();
   }
@@ -117,7 +117,8 @@ void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_
   region_ready_ = false;
   cycles_ = 0;
   if (!is_recording(serial)) {
-    history_.assign(1, {size, time_, kNone});
+    history_.clear();
+    history_.push_back({size, time_, kNone});
     forget_windows();
     first_serial_ = serial;
   }
@@ -128,6 +129,39 @@ void loop_plan::on_free(std::uint64_t serial) {
   ++time_;
   if (serial < first_serial_ || serial - first_serial_ >= history_.size()) return;
   history_[serial - first_serial_].freed = time_;
+}
+
+std::uint64_t& loop_plan::window_table::find_or_insert(std::uint64_t hash, std::uint64_t serial,
+                                                       bool* fresh) {
+  if (2 * (count_ + 1) > slots_.size()) grow();
+  // The hashes are mixed already: their low bits index.
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = hash & mask;
+  while (slots_[i].serial != kNone && slots_[i].hash != hash) i = (i + 1) & mask;
+  *fresh = slots_[i].serial == kNone;
+  if (*fresh) {
+    slots_[i] = {hash, serial};
+    ++count_;
+  }
+  return slots_[i].serial;
+}
+
+void loop_plan::window_table::grow() {
+  const std::vector<slot> previous = std::exchange(slots_, std::vector<slot>(2 * slots_.size()));
+  const std::size_t mask = slots_.size() - 1;
+  for (const slot& s : previous) {
+    if (s.serial == kNone) continue;
+    std::size_t i = s.hash & mask;
+    while (slots_[i].serial != kNone) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+void loop_plan::window_table::clear() {
+  if (count_ == 0) return;
+  // Back to the first size: a clear after a short learning stays cheap.
+  slots_ = std::vector<slot>(kInitialSlots);
+  count_ = 0;
 }
 
 namespace {
@@ -185,12 +219,13 @@ void loop_plan::learn(std::uint64_t serial) {
     previous = *chosen_slot_;
     *chosen_slot_ = lowest->serial;
   } else {
-    auto [it, fresh] = windows_.try_emplace(lowest->hash, lowest->serial);
+    bool fresh = false;
+    std::uint64_t& slot = windows_.find_or_insert(lowest->hash, lowest->serial, &fresh);
     chosen_hash_ = lowest->hash;
-    chosen_slot_ = &it->second;  // stays valid through rehashing, until a clear
+    chosen_slot_ = &slot;  // no other window is inserted before it is used (or cleared)
     if (fresh) return;
-    previous = it->second;
-    it->second = lowest->serial;
+    previous = slot;
+    slot = lowest->serial;
   }
   const std::uint64_t period = lowest->serial - previous;
   // Under a plan, only a longer loop around it; once it is lost, any other loop (its

@@ -39,7 +39,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
+#include <memory>
 #include <vector>
 
 namespace memkit::placement {
@@ -105,6 +105,65 @@ class loop_plan {
     std::uint64_t allocated;  // event time
     std::uint64_t freed;      // event time; kNone while live
   };
+  // Requests in arrival order, at most kSlots (the caller forgets the older half
+  // once it holds that many), in a ring of chunks made as needed: forgetting moves
+  // the head only, and growing copies nothing (a vector moved ~3 MB at each).
+  class request_ring {
+   public:
+    static constexpr std::size_t kSlots = 2 * kMaxHistory;
+    std::size_t size() const { return size_; }
+    request& operator[](std::size_t k) {
+      const std::size_t slot = (head_ + k) % kSlots;
+      return chunks_[slot / kChunk][slot % kChunk];
+    }
+    const request& operator[](std::size_t k) const {
+      const std::size_t slot = (head_ + k) % kSlots;
+      return chunks_[slot / kChunk][slot % kChunk];
+    }
+    void push_back(const request& r) {
+      const std::size_t slot = (head_ + size_) % kSlots;
+      std::unique_ptr<request[]>& chunk = chunks_[slot / kChunk];
+      if (!chunk) chunk.reset(new request[kChunk]);
+      chunk[slot % kChunk] = r;
+      ++size_;
+    }
+    void drop_front(std::size_t count) {
+      head_ = (head_ + count) % kSlots;
+      size_ -= count;
+    }
+    void clear() { head_ = size_ = 0; }  // keeps the chunks
+    void release() {
+      clear();
+      for (auto& chunk : chunks_) chunk.reset();
+    }
+
+   private:
+    static constexpr std::size_t kChunk = 4096;  // requests a chunk
+    static_assert(kSlots % kChunk == 0);
+    std::array<std::unique_ptr<request[]>, kSlots / kChunk> chunks_;
+    std::size_t head_ = 0;  // slot of the oldest request
+    std::size_t size_ = 0;
+  };
+  // Window hash -> serial of the window last looked up with it: open addressing
+  // with linear probing, at most half full (a node-based map allocated a node for
+  // nearly every window and chased pointers on each lookup).
+  class window_table {
+   public:
+    // The serial kept for `hash`; when there is none, `serial` is inserted and
+    // *fresh set. The reference holds until the next call or clear.
+    std::uint64_t& find_or_insert(std::uint64_t hash, std::uint64_t serial, bool* fresh);
+    void clear();
+
+   private:
+    struct slot {
+      std::uint64_t hash = 0;
+      std::uint64_t serial = kNone;  // kNone: empty
+    };
+    void grow();
+    static constexpr std::size_t kInitialSlots = 1024;
+    std::vector<slot> slots_ = std::vector<slot>(kInitialSlots);  // a power of two
+    std::size_t count_ = 0;
+  };
   void learn(std::uint64_t serial);
   void lose(std::uint64_t serial, std::size_t size);
   void follow();  // the plan matched the last request: its offset, its region
@@ -119,11 +178,11 @@ class loop_plan {
   const request& at(std::uint64_t serial) const { return history_[serial - first_serial_]; }
 
   // Learning.
-  std::vector<request> history_;    // requests first_serial_ .. next_serial_ - 1
-  std::uint64_t first_serial_ = 0;  // serial of history_[0]
-  std::uint64_t next_serial_ = 0;   // serial of the next request
-  std::uint64_t time_ = 0;          // requests and frees so far
-  std::unordered_map<std::uint64_t, std::uint64_t> windows_;  // window hash -> last serial
+  request_ring history_;              // requests first_serial_ .. next_serial_ - 1
+  std::uint64_t first_serial_ = 0;    // serial of history_[0]
+  std::uint64_t next_serial_ = 0;     // serial of the next request
+  std::uint64_t time_ = 0;            // requests and frees so far
+  window_table windows_;              // window hash -> last serial
   std::uint64_t window_hash_ = 0;     // polynomial hash of the kWindow sizes ...
   std::uint64_t window_end_ = kNone;  // ... up to this serial (kNone: none yet)
   struct window {

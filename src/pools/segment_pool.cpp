@@ -73,8 +73,9 @@ bool segment_pool::place_high(const block* b, std::size_t size) const {
   const auto* lower = static_cast<const block*>(b->prev_range);
   const auto* upper = static_cast<const block*>(b->next_range);
   const std::uint64_t top = b->offset + b->size;
-  const bool low_shares = lower && lower->live && b->offset % page_size_;
-  const bool high_shares = upper && upper->live && top % page_size_;
+  const std::uint64_t in_page = page_size_ - 1;  // a power of two: a mask, not a division
+  const bool low_shares = lower && lower->live && (b->offset & in_page);
+  const bool high_shares = upper && upper->live && (top & in_page);
   return high_shares && !low_shares && size < b->size;
 }
 

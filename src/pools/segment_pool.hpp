@@ -161,8 +161,8 @@ class segment_pool {
   std::size_t calculate_largest_free() const;
   const std::vector<segment*>& get_segments() const { return segments_; }
   bool is_small() const { return small_; }
-  // Pages the pool's memory is mapped in (an arena): placement then favours
-  // sharing partly used pages. 0: no pages.
+  // Pages the pool's memory is mapped in (an arena; a power of two): placement then
+  // favours sharing partly used pages. 0: no pages.
   void set_page_size(std::size_t bytes) { page_size_ = bytes; }
   // Whether the untouched top stays apart from pending blocks (see can_merge): a
   // region only one plan places in needs no free top for other queues.
