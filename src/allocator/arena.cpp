@@ -69,8 +69,8 @@ block* arena::take_most_mapped(std::size_t size, queue_id queue, queue_id* previ
   range_.visit_usable(size, queue, [&](const block* range) {
     if (++ranges > kMappedCandidatesWithSlack) return true;
     auto consider = [&](std::uint64_t start) {
-      const std::uint64_t first = start >> page_shift_;
-      const std::uint64_t last = (start + size - 1) >> page_shift_;
+      const std::uint64_t first = page_of(start);
+      const std::uint64_t last = page_of(start + size - 1);
       const std::uint64_t need = last - first + 1 - pages_.count_usable(first, last);
       scan_left -= std::min<std::size_t>(scan_left, (last - first) / 64 + 1);
       if (need < best_need) {
@@ -83,8 +83,8 @@ block* arena::take_most_mapped(std::size_t size, queue_id queue, queue_id* previ
     const std::uint64_t latest = range->offset + range->size - size;  // the highest start
     consider(range->offset);
     const std::uint64_t last_start_page =
-        std::min<std::uint64_t>(latest >> page_shift_, pages_.get_count());
-    for (std::uint64_t page = (range->offset >> page_shift_) + 1;
+        std::min<std::uint64_t>(page_of(latest), pages_.get_count());
+    for (std::uint64_t page = page_of(range->offset) + 1;
          page <= last_start_page && best_need > 0 && scan_left > 0; ++page) {
       const std::uint64_t found = pages_.find_run_start(page, last_start_page);
       const std::uint64_t scanned = (found == page_map::kNoPage ? last_start_page : found) - page;
@@ -119,10 +119,9 @@ block* arena::take_tightest_run(std::size_t size, queue_id queue, queue_id* prev
   range_.visit_usable(size, queue, [&](const block* range) {
     if (++ranges > kMappedCandidatesWithSlack) return true;
     const std::uint64_t range_end = range->offset + range->size;
-    // Shifts, not divisions: a division is slow, and this runs for every range seen.
     const std::uint64_t last =
-        std::min<std::uint64_t>((range_end - 1) >> page_shift_, pages_.get_count() - 1);
-    std::uint64_t page = range->offset >> page_shift_;
+        std::min<std::uint64_t>(page_of(range_end - 1), pages_.get_count() - 1);
+    std::uint64_t page = page_of(range->offset);
     while (page <= last && scan_left > 0) {
       if (!pages_.is_usable(page)) {
         const std::uint64_t found = pages_.find_run_start(page, last);
