@@ -35,6 +35,13 @@ constexpr std::uint64_t kMaxOverlapPairs = std::uint64_t{1} << 26;
 constexpr std::uint64_t kRestartNodes = 4096;
 constexpr std::size_t kElevatedBoundMaxBuffers = 4000;
 constexpr int kMaxSplitDepth = 64;
+// A group of more buffers than this that does not split may be cut where only a few
+// bytes cross (see calculate_band): the search cannot help a part that large, while
+// best fit on its pieces costs far less. Smaller groups are left whole, so that the
+// search can still reach their LOAD.
+constexpr std::size_t kBandMinBuffers = 100000;
+// A band may cost at most this fraction of its group's LOAD.
+constexpr std::int64_t kBandLoadFraction = 4096;
 
 // The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..., for k >= 1.
 std::uint64_t luby(std::uint64_t k) {
@@ -175,6 +182,78 @@ std::vector<bool> calculate_bottom_stack(const std::vector<buffer>& buffers,
   return bottom;
 }
 
+// The buffers taken out of a group so that it splits, with their offsets in a band
+// at the group's bottom, and the band's height.
+struct band {
+  std::vector<std::size_t> members;
+  std::vector<std::int64_t> offsets;
+  std::int64_t height = 0;
+};
+
+// A loop whose steps each leave a few small buffers alive into the next (a step's
+// last token, a flag) is one group from its first step to its last. Cut it at the
+// moments where the bytes crossing stay within a small fraction of its LOAD: the
+// buffers crossing a cut are planned on their own as a band at the bottom, and the
+// rest falls apart into steps. The band costs at most its height; the result is
+// kept only when that height is within LOAD / kBandLoadFraction. Returns an empty
+// band when no moment qualifies.
+band calculate_band(const std::vector<buffer>& buffers, const std::vector<std::size_t>& members) {
+  band result;
+  // The bytes crossing a moment a buffer starts: those live both just before it and
+  // just after it (the level there, less what starts there).
+  std::vector<std::int64_t> moments;
+  moments.reserve(2 * members.size());
+  for (const std::size_t i : members) {
+    moments.push_back(buffers[i].lower);
+    moments.push_back(buffers[i].upper);
+  }
+  std::sort(moments.begin(), moments.end());
+  moments.erase(std::unique(moments.begin(), moments.end()), moments.end());
+  const auto index_of = [&](std::int64_t t) {
+    return static_cast<std::size_t>(std::lower_bound(moments.begin(), moments.end(), t) -
+                                    moments.begin());
+  };
+  std::vector<std::int64_t> starting(moments.size(), 0);
+  std::vector<std::int64_t> level(moments.size() + 1, 0);
+  for (const std::size_t i : members) {
+    starting[index_of(buffers[i].lower)] += buffers[i].size;
+    level[index_of(buffers[i].lower)] += buffers[i].size;
+    level[index_of(buffers[i].upper)] -= buffers[i].size;
+  }
+  std::int64_t load = 0;
+  for (std::size_t m = 0; m < moments.size(); ++m) {
+    if (m > 0) level[m] += level[m - 1];
+    load = std::max(load, level[m]);
+  }
+  const std::int64_t limit = load / kBandLoadFraction;
+  // The more moments qualify, the more crossing buffers share the band and the
+  // higher it grows: where the band is too high, only cheaper moments are cut.
+  for (std::int64_t crossing_limit = limit; crossing_limit > 0; crossing_limit /= 4) {
+    std::vector<std::int64_t> cuts;  // moments where buffers start and few bytes cross
+    for (std::size_t m = 1; m + 1 < moments.size(); ++m) {
+      if (starting[m] > 0 && level[m] - starting[m] <= crossing_limit) cuts.push_back(moments[m]);
+    }
+    if (cuts.empty()) return band{};
+    result.members.clear();
+    instance crossing;
+    for (const std::size_t i : members) {
+      const buffer& b = buffers[i];
+      const auto next_cut = std::upper_bound(cuts.begin(), cuts.end(), b.lower);
+      if (next_cut != cuts.end() && *next_cut < b.upper) {
+        result.members.push_back(i);
+        crossing.buffers.push_back(b);
+      }
+    }
+    const plan stacked = greedy_in_order(crossing, size_order(crossing));
+    result.height = height(crossing, stacked);
+    if (result.height <= limit) {
+      result.offsets = stacked.offsets;
+      return result;
+    }
+  }
+  return band{};
+}
+
 }  // namespace
 
 decomposition decompose(const instance& inst) {
@@ -232,7 +311,15 @@ decomposition decompose(const instance& inst) {
       }
       if (rest.empty()) continue;
       if (base == item.base && groups.size() == 1) {
-        result.parts.push_back(part{std::move(rest), base});  // nothing more to split
+        const band cut = rest.size() > kBandMinBuffers ? calculate_band(buffers, rest) : band{};
+        if (cut.members.empty()) {
+          result.parts.push_back(part{std::move(rest), base});  // nothing more to split
+          continue;
+        }
+        for (std::size_t k = 0; k < cut.members.size(); ++k)
+          result.fixed_offsets[cut.members[k]] = base + cut.offsets[k];
+        std::erase_if(rest, [&](std::size_t i) { return result.fixed_offsets[i] >= 0; });
+        work.push_back({std::move(rest), base + cut.height});
       } else {
         work.push_back({std::move(rest), base});
       }

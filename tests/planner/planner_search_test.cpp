@@ -248,6 +248,56 @@ TEST(PlannerSearch, StacksALongLivedBufferWhereItCostsNothing) {
   EXPECT_EQ(detail::decompose(inst).fixed_offsets[1], -1);
 }
 
+// A loop whose every step hands a one-byte buffer to the next is one group from the
+// first step to the last, and the bottom stack cannot take the handed buffers (each is
+// dead at the other steps' peaks, which reach LOAD). Past 100k buffers they are cut
+// out into a band one byte high at the bottom, and the loop falls apart into steps.
+TEST(PlannerSearch, CutsAChainedLoopWhereOnlyABandOfBytesCrosses) {
+  std::mt19937 rng(5);
+  const instance step = random_instance(rng, 2600, 100, 1000);
+  constexpr int kSteps = 40;
+  std::vector<std::size_t> handed;
+  const auto chained_loop = [&](std::int64_t handed_size) {
+    instance inst;
+    handed.clear();
+    for (int k = 0; k < kSteps; ++k) {
+      for (const buffer& b : step.buffers) {
+        inst.buffers.push_back(buffer{static_cast<std::int64_t>(inst.buffers.size()),
+                                      k * 100 + b.lower, k * 100 + b.upper, b.size});
+      }
+      if (k + 1 < kSteps) {  // from the middle of step k to the middle of step k + 1
+        handed.push_back(inst.buffers.size());
+        inst.buffers.push_back(buffer{static_cast<std::int64_t>(inst.buffers.size()), k * 100 + 50,
+                                      k * 100 + 150, handed_size});
+      }
+    }
+    return inst;
+  };
+  const instance inst = chained_loop(1);
+  ASSERT_GT(inst.buffers.size(), 100000u);
+  const detail::decomposition split = detail::decompose(inst);
+  EXPECT_EQ(split.parts.size(), static_cast<std::size_t>(kSteps));
+  for (const std::size_t i : handed) {
+    EXPECT_EQ(split.fixed_offsets[i], 0) << "a handed buffer sits in the band";
+  }
+  for (const detail::part& p : split.parts) {
+    EXPECT_GE(p.base, 1) << "the steps rest on the band";
+    for (const std::size_t i : p.members) {
+      ASSERT_EQ(inst.buffers[i].lower / 100, inst.buffers[p.members[0]].lower / 100)
+          << "a part holds one step";
+    }
+  }
+  options opts;
+  opts.time_limit_seconds = 2;
+  const result res = solve(inst, opts);
+  ASSERT_TRUE(validate(inst, res.best).ok);
+  EXPECT_EQ(res.parts, static_cast<std::size_t>(kSteps));
+
+  // A handed buffer that makes the band cost more than 1/4096 of LOAD stays: one part.
+  const instance heavy = chained_loop(load(inst) / 1000);
+  EXPECT_EQ(detail::decompose(heavy).parts.size(), 1u);
+}
+
 // A long schedule of identical steps under a lasting buffer: planned part by part,
 // each step's shape once, at LOAD.
 TEST(PlannerSearch, PlansARepeatedLoopStepByStep) {
