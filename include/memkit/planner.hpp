@@ -19,7 +19,11 @@
 //      the buffers that end above the target are moved halfway to the front of the
 //      order and best fit runs again. On long real schedules this reaches LOAD where
 //      the search cannot start; the backward sweep suits loops whose load climbs to a
-//      peak at their end (generation with a growing cache).
+//      peak at their end (generation with a growing cache). On the steps of a loop cut
+//      into bands (step 3), a fourth order takes larger size classes (powers of two)
+//      first, each class swept backward (a generate step's logits before its growing
+//      cache), and three quarters of the time go to a hill climb over orders that
+//      keeps an order only when best fit lands no higher.
 //   3. The instance is split into parts that can be planned alone: a buffer live over
 //      the whole time span of its part goes to the bottom (every other buffer there is
 //      wholly above or below it, so swapping it down loses nothing), and the rest is cut
@@ -29,11 +33,13 @@
 //      otherwise hold all its steps in one part). A group of over 100k buffers that
 //      still does not split is cut where the bytes crossing are few (a loop whose steps
 //      each pass a small buffer to the next): the crossing buffers are planned apart as
-//      a band at the bottom, kept when it costs at most 1/4096 of the group's LOAD.
-//      Time is compressed to the sections between events. A large instance that
-//      splits is planned part by part, each with steps 1-7 of its own, in a share of
-//      the time, stopping once the whole is at LOAD; parts that are the same but for a
-//      shift in time (a loop's steps) are planned once.
+//      a band at the bottom, kept when it lifts the group at most 2^-20 of its LOAD
+//      above it. Even that keeps the whole off LOAD, so an instance that needs a band
+//      is first planned without one in a quarter of the time, and cut only if that
+//      plan is above LOAD. Time is compressed to the sections between events. A large
+//      instance that splits is planned part by part, each with steps 1-7 of its own,
+//      in a share of the time, stopping once the whole is at LOAD; parts that are the
+//      same but for a shift in time (a loop's steps) are planned once.
 //   4. Each part is searched depth first over canonical plans: buffers are placed in
 //      order of non-decreasing offset, each at the lowest offset its already-placed
 //      neighbours in time allow (every plan can be pushed down into such a form without

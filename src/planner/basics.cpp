@@ -1,5 +1,6 @@
 // LOAD, height, the validator and the greedy floor (include/memkit/planner.hpp).
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -411,6 +412,52 @@ std::vector<std::size_t> sweep_order(const instance& inst, bool backward) {
     return backward ? buffers[a].upper > buffers[b].upper : buffers[a].lower < buffers[b].lower;
   });
   return order;
+}
+
+std::vector<std::size_t> size_class_sweep_order(const instance& inst) {
+  const std::vector<buffer>& buffers = inst.buffers;
+  std::vector<int> size_class(buffers.size());
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    size_class[i] = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(buffers[i].size)));
+  }
+  std::vector<std::size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (size_class[a] != size_class[b]) return size_class[a] > size_class[b];
+    return buffers[a].upper > buffers[b].upper;
+  });
+  return order;
+}
+
+plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan start,
+                 std::int64_t goal, clock::time_point until) {
+  plan best = std::move(start);
+  std::int64_t best_height = height(inst, best);
+  std::vector<std::size_t> trial;
+  std::vector<std::size_t> late;
+  std::uint64_t random = 0x9e3779b97f4a7c15ULL;
+  while (best_height > goal && clock::now() < until) {
+    trial = order;
+    late.clear();
+    for (std::size_t k = 0; k < trial.size(); ++k) {
+      const std::size_t i = trial[k];
+      if (best.offsets[i] + inst.buffers[i].size == best_height) late.push_back(k);
+    }
+    // From the back, so that the earlier positions stay put.
+    for (auto it = late.rbegin(); it != late.rend(); ++it) {
+      const std::size_t i = trial[*it];
+      random = mix64(random);
+      trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(*it));
+      trial.insert(trial.begin() + static_cast<std::ptrdiff_t>(random % (*it + 1)), i);
+    }
+    plan candidate = greedy_in_order(inst, trial, until);
+    const std::int64_t candidate_height = height(inst, candidate);
+    if (candidate_height > best_height) continue;
+    order.swap(trial);
+    best = std::move(candidate);
+    best_height = candidate_height;
+  }
+  return best;
 }
 
 }  // namespace detail

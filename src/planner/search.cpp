@@ -35,13 +35,12 @@ constexpr std::uint64_t kMaxOverlapPairs = std::uint64_t{1} << 26;
 constexpr std::uint64_t kRestartNodes = 4096;
 constexpr std::size_t kElevatedBoundMaxBuffers = 4000;
 constexpr int kMaxSplitDepth = 64;
-// A group of more buffers than this that does not split may be cut where only a few
-// bytes cross (see calculate_band): the search cannot help a part that large, while
-// best fit on its pieces costs far less. Smaller groups are left whole, so that the
-// search can still reach their LOAD.
-constexpr std::size_t kBandMinBuffers = 100000;
-// A band may cost at most this fraction of its group's LOAD.
+// Cuts are sought where at most this fraction of the group's LOAD crosses, and a band
+// is kept only when it raises the group above its LOAD by at most 1/kBandCostFraction:
+// a group that best fit or the search could bring to LOAD whole (a loop whose steps
+// reach LOAD only now and then) is better left whole than kept off LOAD by a band.
 constexpr std::int64_t kBandLoadFraction = 4096;
+constexpr std::int64_t kBandCostFraction = std::int64_t{1} << 20;
 
 // The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..., for k >= 1.
 std::uint64_t luby(std::uint64_t k) {
@@ -194,8 +193,9 @@ struct band {
 // last token, a flag) is one group from its first step to its last. Cut it at the
 // moments where the bytes crossing stay within a small fraction of its LOAD: the
 // buffers crossing a cut are planned on their own as a band at the bottom, and the
-// rest falls apart into steps. The band costs at most its height; the result is
-// kept only when that height is within LOAD / kBandLoadFraction. Returns an empty
+// rest falls apart into steps. The band costs what its height adds to the bytes live
+// without its buffers, past LOAD: it is kept only when that is within LOAD /
+// kBandCostFraction (where every step reaches LOAD, a few bytes). Returns an empty
 // band when no moment qualifies.
 band calculate_band(const std::vector<buffer>& buffers, const std::vector<std::size_t>& members) {
   band result;
@@ -246,7 +246,19 @@ band calculate_band(const std::vector<buffer>& buffers, const std::vector<std::s
     }
     const plan stacked = greedy_in_order(crossing, size_order(crossing));
     result.height = height(crossing, stacked);
-    if (result.height <= limit) {
+    // The level of the rest at each moment: the band's buffers taken out.
+    std::vector<std::int64_t> rest_level(moments.size() + 1, 0);
+    for (const std::size_t i : result.members) {
+      rest_level[index_of(buffers[i].lower)] -= buffers[i].size;
+      rest_level[index_of(buffers[i].upper)] += buffers[i].size;
+    }
+    std::int64_t highest_rest = 0;
+    std::int64_t removed = 0;
+    for (std::size_t m = 0; m < moments.size(); ++m) {
+      removed += rest_level[m];
+      highest_rest = std::max(highest_rest, level[m] + removed);
+    }
+    if (highest_rest + result.height - load <= load / kBandCostFraction) {
       result.offsets = stacked.offsets;
       return result;
     }
@@ -256,7 +268,7 @@ band calculate_band(const std::vector<buffer>& buffers, const std::vector<std::s
 
 }  // namespace
 
-decomposition decompose(const instance& inst) {
+decomposition decompose(const instance& inst, bool cut_bands) {
   const std::vector<buffer>& buffers = inst.buffers;
   decomposition result;
   result.fixed_offsets.assign(buffers.size(), -1);
@@ -311,7 +323,8 @@ decomposition decompose(const instance& inst) {
       }
       if (rest.empty()) continue;
       if (base == item.base && groups.size() == 1) {
-        const band cut = rest.size() > kBandMinBuffers ? calculate_band(buffers, rest) : band{};
+        const band cut =
+            cut_bands && rest.size() > kBandMinBuffers ? calculate_band(buffers, rest) : band{};
         if (cut.members.empty()) {
           result.parts.push_back(part{std::move(rest), base});  // nothing more to split
           continue;

@@ -36,7 +36,13 @@ struct decomposition {
   std::vector<part> parts;
 };
 
-decomposition decompose(const instance& inst);
+// A group of more buffers than this that does not split may be cut where only a few
+// bytes cross, when `cut_bands` (see calculate_band in search.cpp): the search cannot
+// help a part that large, while best fit on its pieces costs far less. Smaller groups
+// are left whole, so that the search can still reach their LOAD.
+inline constexpr std::size_t kBandMinBuffers = 100000;
+
+decomposition decompose(const instance& inst, bool cut_bands = false);
 
 // Best fit run as an online allocator over the schedule (each buffer placed at its
 // birth, its range free again at its death): O(n log n), the floor when best fit in
@@ -56,6 +62,21 @@ std::vector<std::size_t> peak_first_order(const instance& inst);
 // schedule, which stays near LOAD where the load climbs toward a peak at the end of
 // each iteration (autoregressive generation with a growing cache).
 std::vector<std::size_t> sweep_order(const instance& inst, bool backward);
+// Larger size classes (powers of two) first, and within a class the latest death
+// first. Best fit then places the large transients of a loop before its small
+// buffers fragment the space, while each class still acts as an online allocator run
+// backward, which suits a cache growing by small steps (its buffers shrink backward
+// in time, so each fits where the next one was).
+std::vector<std::size_t> size_class_sweep_order(const instance& inst);
+// A hill climb over best-fit orders, from `order` and its plan `start`: each round
+// moves the buffers that reach the height to random earlier places in the order and
+// keeps the new order when best fit lands no higher. Unlike solve()'s repair, it never
+// keeps a worse order, and it keeps equal ones, so that it drifts across the plateaus
+// where one buffer at the top changes place at a time (generation loops gain a few
+// kilobytes a round for hundreds of rounds). Stops at `until` or once the height is
+// at most `goal`; returns the lowest plan found, `order` left as the order that gave it.
+plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan start,
+                 std::int64_t goal, clock::time_point until);
 
 enum class search_status { found, infeasible, stopped };
 

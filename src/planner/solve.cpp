@@ -85,7 +85,8 @@ double seconds_since(clock::time_point start) {
   return std::chrono::duration<double>(clock::now() - start).count();
 }
 
-result solve_impl(const instance& inst, const options& opts, std::int64_t enough);
+result solve_impl(const instance& inst, const options& opts, std::int64_t enough, bool cut_bands,
+                  bool climb);
 
 // A large instance that splits is planned part by part: each part gets its own best
 // fit, repair and search (on a long schedule best fit over the whole instance costs
@@ -94,7 +95,8 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
 // side by side in time above their bases, so their plans together are one.
 
 result solve_by_parts(const instance& inst, const options& opts, const detail::decomposition& split,
-                      clock::time_point start, clock::time_point deadline) {
+                      clock::time_point start, clock::time_point deadline, bool cut_bands,
+                      bool climb) {
   result out;
   out.load_bytes = load(inst);
   out.parts = split.parts.size();
@@ -175,7 +177,7 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       sub_options.time_limit_seconds = round_share * left * static_cast<double>(p.members.size()) /
                                        static_cast<double>(round_members);
       round_members -= p.members.size();
-      const result part_result = solve_impl(sub, sub_options, target - p.base);
+      const result part_result = solve_impl(sub, sub_options, target - p.base, cut_bands, climb);
       out.nodes += part_result.nodes;
       if (first_round)
         greedy_height = std::max(greedy_height, p.base + part_result.greedy_height_bytes);
@@ -206,12 +208,18 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
 
 }  // namespace
 
-result solve(const instance& inst, const options& opts) { return solve_impl(inst, opts, 0); }
+result solve(const instance& inst, const options& opts) {
+  return solve_impl(inst, opts, 0, true, false);
+}
 
 namespace {
 
-// solve(), stopping once the height is at most `enough` (or LOAD, if higher).
-result solve_impl(const instance& inst, const options& opts, std::int64_t enough) {
+// solve(), stopping once the height is at most `enough` (or LOAD, if higher); bands
+// are cut (see detail::decompose) only when `cut_bands`. `climb`: the instance is a
+// part of a loop cut into bands, whose whole stayed above LOAD (a generate loop):
+// best fit then starts from size classes too, and a hill climb gets most of the time.
+result solve_impl(const instance& inst, const options& opts, std::int64_t enough, bool cut_bands,
+                  bool climb) {
   const clock::time_point start = clock::now();
   const clock::time_point deadline =
       start + std::chrono::duration_cast<clock::duration>(
@@ -229,7 +237,40 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   std::optional<detail::decomposition> split;
   if (inst.buffers.size() > kLargeInstanceBuffers) {
     split = detail::decompose(inst);
-    if (split->parts.size() > 1) return solve_by_parts(inst, opts, *split, start, deadline);
+    const auto largest_part = [](const detail::decomposition& d) {
+      std::size_t largest = 0;
+      for (const detail::part& p : d.parts) largest = std::max(largest, p.members.size());
+      return largest;
+    };
+    std::optional<detail::decomposition> banded;
+    if (cut_bands && largest_part(*split) > detail::kBandMinBuffers) {
+      banded = detail::decompose(inst, true);
+      if (largest_part(*banded) >= largest_part(*split)) banded.reset();  // no band cut
+    }
+    if (banded) {
+      // A band keeps the whole a few bytes above LOAD, while some large parts reach
+      // LOAD whole (a loop that reaches LOAD in one step only): the whole is planned
+      // without bands in a quarter of the time, and cut into bands in the rest unless
+      // it reached the goal. The lower plan is kept.
+      options whole_options = opts;
+      whole_options.time_limit_seconds = opts.time_limit_seconds / 4;
+      const clock::time_point whole_deadline = start + (deadline - start) / 4;
+      result whole =
+          split->parts.size() > 1
+              ? solve_by_parts(inst, whole_options, *split, start, whole_deadline, false, false)
+              : solve_impl(inst, whole_options, enough, false, false);
+      const std::int64_t goal =
+          opts.capacity && !opts.minimize_within_capacity ? *opts.capacity : enough;
+      if (whole.height_bytes > std::max(goal, whole.load_bytes)) {
+        result cut = solve_by_parts(inst, opts, *banded, start, deadline, true, true);
+        cut.nodes += whole.nodes;
+        if (cut.height_bytes < whole.height_bytes) whole = std::move(cut);
+      }
+      whole.seconds = seconds_since(start);
+      return whole;
+    }
+    if (split->parts.size() > 1)
+      return solve_by_parts(inst, opts, *split, start, deadline, cut_bands, climb);
   }
   result out;
   out.load_bytes = load(inst);
@@ -284,8 +325,13 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   {
     std::vector<std::size_t> order = detail::peak_first_order(inst);
     plan candidate = detail::greedy_in_order(inst, order, deadline);
-    for (const bool backward : {true, false}) {
-      std::vector<std::size_t> sweep = detail::sweep_order(inst, backward);
+    // Size classes then the latest death: only on the steps of a loop cut into bands.
+    // Elsewhere it was measured to keep parts of 17k-23k buffers off the LOAD they
+    // reached before (resnet50_sgd, convnext_tiny_adamw).
+    const int kinds = climb ? 3 : 2;
+    for (int kind = 0; kind < kinds; ++kind) {
+      std::vector<std::size_t> sweep =
+          kind < 2 ? detail::sweep_order(inst, kind == 0) : detail::size_class_sweep_order(inst);
       plan swept = detail::greedy_in_order(inst, sweep, deadline);
       if (height(inst, swept) < height(inst, candidate)) {
         order = std::move(sweep);
@@ -299,6 +345,8 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
             opts.time_limit_seconds *
             (inst.buffers.size() > kLargeInstanceBuffers ? kRepairShareLarge : kRepairShare)));
     offer(candidate);
+    std::vector<std::size_t> best_order = order;  // and its plan, which the climb starts from
+    plan best_candidate = candidate;
     for (int stale = 0; stale < kRepairStaleRounds && clock::now() < repair_until; ++stale) {
       if (out.height_bytes <= enough) break;
       if (opts.capacity && out.height_bytes <= *opts.capacity) break;
@@ -319,7 +367,22 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
       candidate = detail::greedy_in_order(inst, order, deadline);
       const std::int64_t before = out.height_bytes;
       offer(candidate);
-      if (out.height_bytes < before) stale = 0;
+      if (out.height_bytes < before) {
+        stale = 0;
+        best_order = order;
+        best_candidate = candidate;
+      }
+    }
+    // On a generate step the search does not close the gap to LOAD: three quarters of
+    // the time left go to a hill climb from the repair's best order first.
+    if (climb && inst.buffers.size() > kLargeInstanceBuffers && out.height_bytes > enough &&
+        !(opts.capacity && out.height_bytes <= *opts.capacity)) {
+      const clock::time_point now = clock::now();
+      const std::int64_t goal = opts.capacity ? std::max(enough, *opts.capacity) : enough;
+      if (now < deadline) {
+        offer(detail::climb_order(inst, best_order, std::move(best_candidate), goal,
+                                  now + (deadline - now) * 3 / 4));
+      }
     }
   }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -275,7 +276,8 @@ TEST(PlannerSearch, CutsAChainedLoopWhereOnlyABandOfBytesCrosses) {
   };
   const instance inst = chained_loop(1);
   ASSERT_GT(inst.buffers.size(), 100000u);
-  const detail::decomposition split = detail::decompose(inst);
+  EXPECT_EQ(detail::decompose(inst).parts.size(), 1u) << "without bands the loop is one part";
+  const detail::decomposition split = detail::decompose(inst, true);
   EXPECT_EQ(split.parts.size(), static_cast<std::size_t>(kSteps));
   for (const std::size_t i : handed) {
     EXPECT_EQ(split.fixed_offsets[i], 0) << "a handed buffer sits in the band";
@@ -295,7 +297,36 @@ TEST(PlannerSearch, CutsAChainedLoopWhereOnlyABandOfBytesCrosses) {
 
   // A handed buffer that makes the band cost more than 1/4096 of LOAD stays: one part.
   const instance heavy = chained_loop(load(inst) / 1000);
-  EXPECT_EQ(detail::decompose(heavy).parts.size(), 1u);
+  EXPECT_EQ(detail::decompose(heavy, true).parts.size(), 1u);
+}
+
+// A band costs bytes where its buffers are dead and the rest reaches LOAD (here the
+// first step, which no buffer is handed into): a loop that best fit brings to LOAD
+// whole is planned whole, and cut into bands only when that fails.
+TEST(PlannerSearch, PlansALoopWholeWhereABandWouldKeepItAboveLoad) {
+  constexpr std::int64_t kLarge = std::int64_t{10} << 20;
+  constexpr int kSteps = 34000;
+  instance inst;
+  const auto add = [&](std::int64_t lower, std::int64_t upper, std::int64_t size) {
+    inst.buffers.push_back(
+        buffer{static_cast<std::int64_t>(inst.buffers.size()), lower, upper, size});
+  };
+  for (int k = 0; k < kSteps; ++k) {
+    add(k * 100, k * 100 + 40, k == 0 ? kLarge + 1 : kLarge);  // the step's peak
+    add(k * 100 + 40, k * 100 + 100, kLarge / 2);
+    if (k + 1 < kSteps) add(k * 100 + 50, k * 100 + 150, 1);  // handed to the next step
+  }
+  ASSERT_GT(inst.buffers.size(), detail::kBandMinBuffers);
+  EXPECT_EQ(load(inst), kLarge + 1);
+  const std::size_t handed = 2;  // the first buffer handed on
+  EXPECT_EQ(detail::decompose(inst).parts.size(), 1u);
+  EXPECT_EQ(detail::decompose(inst).fixed_offsets[handed], -1);
+  EXPECT_EQ(detail::decompose(inst, true).fixed_offsets[handed], 0) << "a band would take it";
+  options opts;
+  opts.time_limit_seconds = 4;
+  const result res = solve(inst, opts);
+  ASSERT_TRUE(validate(inst, res.best).ok);
+  EXPECT_EQ(res.height_bytes, res.load_bytes) << "planned whole, at LOAD";
 }
 
 // A long schedule of identical steps under a lasting buffer: planned part by part,
@@ -367,6 +398,56 @@ TEST(PlannerSearch, TheOnlineFloorIsValidAndReusesFreedRanges) {
       steps.buffers.push_back(buffer{k * 5 + j, k * 10 + j, k * 10 + 9, 100 * (j + 1)});
   }
   EXPECT_EQ(height(steps, detail::online_best_fit(steps)), load(steps));
+}
+
+TEST(PlannerGreedy, SizeClassSweepTakesLargerClassesFirstThenTheLatestDeath) {
+  std::mt19937 rng(17);
+  const instance inst = random_instance(rng, 500, 100, 5000);
+  const std::vector<std::size_t> order = detail::size_class_sweep_order(inst);
+  ASSERT_EQ(order.size(), inst.buffers.size());
+  const auto size_class = [&](std::size_t i) {
+    return std::bit_width(static_cast<std::uint64_t>(inst.buffers[i].size));
+  };
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const std::size_t a = order[k - 1];
+    const std::size_t b = order[k];
+    ASSERT_GE(size_class(a), size_class(b));
+    if (size_class(a) == size_class(b)) {
+      ASSERT_GE(inst.buffers[a].upper, inst.buffers[b].upper);
+    }
+  }
+  // Within a class, sizes do not matter: 3 and 2 share one, 4 is larger.
+  instance three;
+  three.buffers = {{0, 0, 5, 3}, {1, 0, 9, 2}, {2, 0, 1, 4}};
+  EXPECT_EQ(detail::size_class_sweep_order(three), (std::vector<std::size_t>{2, 1, 0}));
+}
+
+// The climb keeps only orders whose best fit lands no higher: it never returns a
+// plan above its start, and on random schedules it finds lower ones. The order it
+// leaves gives the plan it returns.
+TEST(PlannerGreedy, TheClimbNeverRaisesAPlanAndLowersRandomOnes) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 3; ++trial) {
+    const instance inst = random_instance(rng, 2000, 400, 1000);
+    std::vector<std::size_t> order = detail::peak_first_order(inst);
+    const plan start = detail::greedy_in_order(inst, order);
+    const plan climbed = detail::climb_order(inst, order, start, load(inst),
+                                             detail::clock::now() + std::chrono::milliseconds(500));
+    const validation check = validate(inst, climbed);
+    ASSERT_TRUE(check.ok) << check.message;
+    EXPECT_LT(height(inst, climbed), height(inst, start));
+    EXPECT_EQ(height(inst, detail::greedy_in_order(inst, order)), height(inst, climbed));
+    std::vector<std::size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t k = 0; k < sorted.size(); ++k) ASSERT_EQ(sorted[k], k);
+  }
+  // At the goal already: nothing to do.
+  const instance inst = random_instance(rng, 50, 20, 100);
+  std::vector<std::size_t> order = detail::size_order(inst);
+  const plan start = detail::greedy_in_order(inst, order);
+  const plan same = detail::climb_order(inst, order, start, height(inst, start),
+                                        detail::clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(same.offsets, start.offsets);
 }
 
 // A part where every buffer overlaps every other has n^2 / 2 pairs: past the search's
