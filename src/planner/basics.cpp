@@ -460,5 +460,120 @@ plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan sta
   return best;
 }
 
+plan repair_windows(const instance& inst, plan start, std::int64_t goal, clock::time_point until) {
+  const std::vector<buffer>& buffers = inst.buffers;
+  const std::size_t n = buffers.size();
+  plan current = std::move(start);
+  std::int64_t current_height = height(inst, current);
+  std::uint64_t random = 0x2545f4914f6cdd1dULL;
+  std::vector<std::size_t> top, removed, fixed, order, near;
+  std::vector<std::int64_t> trial(n);
+  const auto excess = [&](const std::vector<std::size_t>& set, const std::vector<std::int64_t>& at,
+                          std::int64_t& highest) {
+    std::int64_t over = 0;
+    highest = 0;
+    for (const std::size_t i : set) {
+      highest = std::max(highest, at[i] + buffers[i].size);
+      over += std::max<std::int64_t>(0, at[i] + buffers[i].size - goal);
+    }
+    return over;
+  };
+  while (current_height > goal && clock::now() < until) {
+    top.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (current.offsets[i] + buffers[i].size == current_height) top.push_back(i);
+    }
+    random = mix64(random);
+    const buffer& t = buffers[top[random % top.size()]];
+    random = mix64(random);
+    const std::int64_t span = t.upper - t.lower;
+    const std::int64_t reach = static_cast<std::int64_t>(random % 4) * span / 2;
+    const std::int64_t lo = t.lower - reach;
+    const std::int64_t hi = t.upper + reach;
+    random = mix64(random);
+    // Only the buffers reaching into the top `depth` bytes move: the rest stay put.
+    const std::int64_t depth = std::int64_t{t.size} << (random % 12);
+    removed.clear();
+    fixed.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      const buffer& b = buffers[i];
+      if (b.lower >= lo && b.upper <= hi && current.offsets[i] + b.size > current_height - depth) {
+        removed.push_back(i);
+      } else if (b.lower < hi && lo < b.upper) {
+        fixed.push_back(i);
+      }
+    }
+    std::int64_t old_highest = 0;
+    const std::int64_t old_over = excess(removed, current.offsets, old_highest);
+    // Orders: the longest-lived first (a whole token's buffers as a stack before the
+    // transients), size, the latest death; the buffers at the top first in each.
+    order = removed;
+    random = mix64(random);
+    const int kind = static_cast<int>(random % 5);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const buffer& x = buffers[a];
+      const buffer& y = buffers[b];
+      if (kind == 0 && x.upper - x.lower != y.upper - y.lower)
+        return x.upper - x.lower > y.upper - y.lower;
+      if (kind == 2 && x.upper != y.upper) return x.upper > y.upper;
+      if (kind >= 3) {
+        const auto cx = std::bit_width(static_cast<std::uint64_t>(x.size));
+        const auto cy = std::bit_width(static_cast<std::uint64_t>(y.size));
+        if (cx != cy) return cx > cy;
+        if (x.upper != y.upper) return x.upper > y.upper;
+      }
+      return x.size > y.size;
+    });
+    if (kind == 4) {  // the class order with a few random swaps, to leave a plateau
+      for (std::size_t swaps = order.size() / 8 + 1; swaps > 0 && order.size() > 1; --swaps) {
+        random = mix64(random);
+        const std::size_t a = random % order.size();
+        random = mix64(random);
+        std::swap(order[a], order[random % order.size()]);
+      }
+    }
+    std::stable_partition(order.begin(), order.end(), [&](std::size_t i) {
+      return current.offsets[i] + buffers[i].size > goal;
+    });
+    for (const std::size_t i : fixed) trial[i] = current.offsets[i];
+    std::vector<std::size_t> placed;
+    placed.reserve(removed.size());
+    for (const std::size_t i : order) {
+      const buffer& b = buffers[i];
+      near.clear();
+      for (const std::size_t j : fixed) {
+        if (buffers[j].lower < b.upper && b.lower < buffers[j].upper) near.push_back(j);
+      }
+      for (const std::size_t j : placed) {
+        if (buffers[j].lower < b.upper && b.lower < buffers[j].upper) near.push_back(j);
+      }
+      std::sort(near.begin(), near.end(),
+                [&](std::size_t x, std::size_t y) { return trial[x] < trial[y]; });
+      std::int64_t reach_top = 0;
+      std::int64_t best_offset = -1;
+      std::int64_t best_gap = std::numeric_limits<std::int64_t>::max();
+      for (const std::size_t j : near) {
+        const std::int64_t gap = trial[j] - reach_top;
+        if (gap >= b.size && gap < best_gap) {
+          best_gap = gap;
+          best_offset = reach_top;
+        }
+        reach_top = std::max(reach_top, trial[j] + buffers[j].size);
+      }
+      trial[i] = best_offset >= 0 ? best_offset : reach_top;
+      placed.push_back(i);
+    }
+    std::int64_t new_highest = 0;
+    const std::int64_t new_over = excess(removed, trial, new_highest);
+    const std::int64_t old_key = std::max(old_highest, goal);
+    const std::int64_t new_key = std::max(new_highest, goal);
+    if (new_key < old_key || (new_key == old_key && new_over <= old_over)) {
+      for (const std::size_t i : removed) current.offsets[i] = trial[i];
+      current_height = height(inst, current);
+    }
+  }
+  return current;
+}
+
 }  // namespace detail
 }  // namespace memkit::planner
