@@ -23,9 +23,7 @@
 //      into bands (step 3), a fourth order takes larger size classes (powers of two)
 //      first, each class swept backward (a generate step's logits before its growing
 //      cache), and three quarters of the time go to a hill climb over orders that
-//      keeps an order only when best fit lands no higher; then most of the search's
-//      time goes to a repair that lifts out the buffers near the top around one that
-//      reaches it and places them again by best fit among the rest.
+//      keeps an order only when best fit lands no higher.
 //   3. The instance is split into parts that can be planned alone: a buffer live over
 //      the whole time span of its part goes to the bottom (every other buffer there is
 //      wholly above or below it, so swapping it down loses nothing), and the rest is cut

@@ -77,15 +77,6 @@ std::vector<std::size_t> size_class_sweep_order(const instance& inst);
 // at most `goal`; returns the lowest plan found, `order` left as the order that gave it.
 plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan start,
                  std::int64_t goal, clock::time_point until);
-// Ruin and recreate on the plan's top: a buffer reaching the height is picked, the
-// buffers living within its lifetime (widened at random) whose tops reach into the
-// plan's top few bytes (its size times 1 to 2^11) are lifted out and placed again by
-// best fit among the rest, which stay put, in another order (the longest-lived, the
-// largest, the latest death or the larger size class first, or that with random swaps;
-// those above `goal` first). The new places are kept when the window's highest top
-// over `goal` and its bytes above `goal` do not grow. Stops at `until` or once the
-// height is at most `goal`.
-plan repair_windows(const instance& inst, plan start, std::int64_t goal, clock::time_point until);
 
 enum class search_status { found, infeasible, stopped };
 

@@ -380,20 +380,8 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
       const clock::time_point now = clock::now();
       const std::int64_t goal = opts.capacity ? std::max(enough, *opts.capacity) : enough;
       if (now < deadline) {
-        // The climb first; then the windows' repair takes three quarters of the
-        // search's time (the search finds no plan on these steps).
-        const clock::time_point climb_until = now + (deadline - now) * 3 / 4;
-        plan climbed =
-            detail::climb_order(inst, best_order, std::move(best_candidate), goal, climb_until);
-        // Then windows at the top lifted out and placed again (small buffers that
-        // live a whole token find no room between the large ones placed first).
-        offer(climbed);
-        if (height(inst, climbed) > goal) {
-          const clock::time_point later = clock::now();
-          const clock::time_point windows_until = climb_until + (deadline - climb_until) * 3 / 4;
-          if (later < windows_until)
-            offer(detail::repair_windows(inst, std::move(climbed), goal, windows_until));
-        }
+        offer(detail::climb_order(inst, best_order, std::move(best_candidate), goal,
+                                  now + (deadline - now) * 3 / 4));
       }
     }
   }

@@ -450,33 +450,6 @@ TEST(PlannerGreedy, TheClimbNeverRaisesAPlanAndLowersRandomOnes) {
   EXPECT_EQ(same.offsets, start.offsets);
 }
 
-// The windows' repair lifts a buffer at the top out with its neighbours in time and
-// places them again among the rest: here into the gap a long buffer leaves under it.
-TEST(PlannerSearch, RepairWindowsLowersTheTop) {
-  instance inst;
-  inst.buffers = {buffer{0, 0, 10, 4}, buffer{1, 2, 5, 4}, buffer{2, 6, 9, 4}};
-  const plan start{{4, 8, 0}};  // the middle buffer sits on the long one, a gap below
-  ASSERT_TRUE(validate(inst, start).ok);
-  ASSERT_EQ(height(inst, start), 12);
-  const plan repaired = detail::repair_windows(inst, start, load(inst),
-                                               detail::clock::now() + std::chrono::seconds(10));
-  const validation check = validate(inst, repaired);
-  ASSERT_TRUE(check.ok) << check.message;
-  EXPECT_EQ(height(inst, repaired), load(inst));
-  EXPECT_EQ(repaired.offsets[0], 4);  // spans every window: stays put
-  // Random instances: always valid, never higher.
-  std::mt19937 rng(7);
-  for (int round = 0; round < 5; ++round) {
-    const instance random = random_instance(rng, 1500, 300, 1000);
-    const plan first = detail::greedy_in_order(random, detail::size_order(random));
-    const plan better = detail::repair_windows(
-        random, first, load(random), detail::clock::now() + std::chrono::milliseconds(200));
-    const validation ok = validate(random, better);
-    ASSERT_TRUE(ok.ok) << ok.message;
-    EXPECT_LE(height(random, better), height(random, first));
-  }
-}
-
 // A part where every buffer overlaps every other has n^2 / 2 pairs: past the search's
 // bound (2^26 pairs) it is not searched, and costs no adjacency lists.
 TEST(PlannerSearch, APartTooDenseIsNotSearched) {
