@@ -101,6 +101,55 @@ class max_tree {
   std::vector<std::int64_t> add_;  // added to the whole subtree, not yet to its children
 };
 
+// The moments where the live bytes of members[begin, end) change (sorted, distinct),
+// the bytes live from each until the next, and their largest: the group's LOAD.
+class group_levels {
+ public:
+  group_levels(const std::vector<buffer>& buffers, const std::vector<std::size_t>& members,
+               std::size_t begin, std::size_t end) {
+    moments.reserve(2 * (end - begin));
+    for (std::size_t k = begin; k < end; ++k) {
+      moments.push_back(buffers[members[k]].lower);
+      moments.push_back(buffers[members[k]].upper);
+    }
+    std::sort(moments.begin(), moments.end());
+    moments.erase(std::unique(moments.begin(), moments.end()), moments.end());
+    // Times of a trace are dense (event numbers): there a table finds a moment's index
+    // at once, where a binary search would miss the cache at every step.
+    const auto time_span = static_cast<std::uint64_t>(moments.back() - moments.front());
+    if (time_span < 4 * static_cast<std::uint64_t>(moments.size()) + 64) {
+      dense_.assign(time_span + 1, 0);
+      for (std::size_t m = 0; m < moments.size(); ++m)
+        dense_[static_cast<std::size_t>(moments[m] - moments.front())] =
+            static_cast<std::uint32_t>(m);
+    }
+    level.assign(moments.size() + 1, 0);  // a difference array, then the levels
+    for (std::size_t k = begin; k < end; ++k) {
+      const buffer& b = buffers[members[k]];
+      level[index_of(b.lower)] += b.size;
+      level[index_of(b.upper)] -= b.size;
+    }
+    for (std::size_t m = 0; m < moments.size(); ++m) {
+      if (m > 0) level[m] += level[m - 1];
+      load = std::max(load, level[m]);
+    }
+  }
+  // The index of moment t (one of moments).
+  std::size_t index_of(std::int64_t t) const {
+    if (!dense_.empty())
+      return static_cast<std::size_t>(dense_[static_cast<std::size_t>(t - moments.front())]);
+    return static_cast<std::size_t>(std::lower_bound(moments.begin(), moments.end(), t) -
+                                    moments.begin());
+  }
+
+  std::vector<std::int64_t> moments;
+  std::vector<std::int64_t> level;  // level[m]: live from moments[m] to moments[m + 1]
+  std::int64_t load = 0;
+
+ private:
+  std::vector<std::uint32_t> dense_;  // time - moments[0] -> index, where times are dense
+};
+
 // Of members[begin, end) (one group, sorted by lower), the buffers to stack at the
 // bottom first. A buffer at the bottom leaves its bytes empty while it is dead, so
 // it may go there when, at every moment it is dead, the bytes live plus those of
@@ -115,41 +164,9 @@ std::vector<bool> calculate_bottom_stack(const std::vector<buffer>& buffers,
                                          std::size_t end) {
   const std::size_t n = end - begin;
   std::vector<bool> bottom(n, false);
-  // Moments where the live bytes change, and the bytes live from each until the next.
-  std::vector<std::int64_t> moments;
-  moments.reserve(2 * n);
-  for (std::size_t k = begin; k < end; ++k) {
-    moments.push_back(buffers[members[k]].lower);
-    moments.push_back(buffers[members[k]].upper);
-  }
-  std::sort(moments.begin(), moments.end());
-  moments.erase(std::unique(moments.begin(), moments.end()), moments.end());
-  // Times of a trace are dense (event numbers): there a table finds a moment's index
-  // at once, where a binary search would miss the cache at every step.
-  const auto time_span = static_cast<std::uint64_t>(moments.back() - moments.front());
-  std::vector<std::uint32_t> dense;
-  if (time_span < 4 * static_cast<std::uint64_t>(moments.size()) + 64) {
-    dense.assign(time_span + 1, 0);
-    for (std::size_t m = 0; m < moments.size(); ++m)
-      dense[static_cast<std::size_t>(moments[m] - moments.front())] = static_cast<std::uint32_t>(m);
-  }
-  auto index_of = [&](std::int64_t t) {
-    if (!dense.empty())
-      return static_cast<std::size_t>(dense[static_cast<std::size_t>(t - moments.front())]);
-    return static_cast<std::size_t>(std::lower_bound(moments.begin(), moments.end(), t) -
-                                    moments.begin());
-  };
-  std::vector<std::int64_t> level(moments.size() + 1, 0);  // difference array, then levels
-  for (std::size_t k = begin; k < end; ++k) {
-    const buffer& b = buffers[members[k]];
-    level[index_of(b.lower)] += b.size;
-    level[index_of(b.upper)] -= b.size;
-  }
-  std::int64_t load = 0;
-  for (std::size_t m = 0; m < moments.size(); ++m) {
-    if (m > 0) level[m] += level[m - 1];
-    load = std::max(load, level[m]);
-  }
+  const group_levels group(buffers, members, begin, end);
+  const std::vector<std::int64_t>& moments = group.moments;
+  const std::int64_t load = group.load;
   // Candidates: the buffers live over at least half the group's span, longest first.
   const std::int64_t span = moments.back() - moments.front();
   std::vector<std::size_t> order;
@@ -166,11 +183,11 @@ std::vector<bool> calculate_bottom_stack(const std::vector<buffer>& buffers,
   // The levels of the sections between moments, each grown by the size of every
   // stacked buffer dead there.
   const std::size_t sections = moments.size() - 1;
-  level.resize(sections);
-  max_tree levels(level);
+  max_tree levels(std::vector<std::int64_t>(
+      group.level.begin(), group.level.begin() + static_cast<std::ptrdiff_t>(sections)));
   for (const std::size_t x : order) {
     const buffer& b = buffers[members[begin + x]];
-    const std::size_t first = index_of(b.lower), last = index_of(b.upper);
+    const std::size_t first = group.index_of(b.lower), last = group.index_of(b.upper);
     const std::int64_t highest_dead =
         std::max(levels.get_max(0, first), levels.get_max(last, sections));
     if (highest_dead + b.size > load) continue;
@@ -201,30 +218,13 @@ band calculate_band(const std::vector<buffer>& buffers, const std::vector<std::s
   band result;
   // The bytes crossing a moment a buffer starts: those live both just before it and
   // just after it (the level there, less what starts there).
-  std::vector<std::int64_t> moments;
-  moments.reserve(2 * members.size());
-  for (const std::size_t i : members) {
-    moments.push_back(buffers[i].lower);
-    moments.push_back(buffers[i].upper);
-  }
-  std::sort(moments.begin(), moments.end());
-  moments.erase(std::unique(moments.begin(), moments.end()), moments.end());
-  const auto index_of = [&](std::int64_t t) {
-    return static_cast<std::size_t>(std::lower_bound(moments.begin(), moments.end(), t) -
-                                    moments.begin());
-  };
+  const group_levels group(buffers, members, 0, members.size());
+  const std::vector<std::int64_t>& moments = group.moments;
+  const std::vector<std::int64_t>& level = group.level;
+  const std::int64_t load = group.load;
+  const auto index_of = [&](std::int64_t t) { return group.index_of(t); };
   std::vector<std::int64_t> starting(moments.size(), 0);
-  std::vector<std::int64_t> level(moments.size() + 1, 0);
-  for (const std::size_t i : members) {
-    starting[index_of(buffers[i].lower)] += buffers[i].size;
-    level[index_of(buffers[i].lower)] += buffers[i].size;
-    level[index_of(buffers[i].upper)] -= buffers[i].size;
-  }
-  std::int64_t load = 0;
-  for (std::size_t m = 0; m < moments.size(); ++m) {
-    if (m > 0) level[m] += level[m - 1];
-    load = std::max(load, level[m]);
-  }
+  for (const std::size_t i : members) starting[index_of(buffers[i].lower)] += buffers[i].size;
   const std::int64_t limit = load / kBandLoadFraction;
   // The more moments qualify, the more crossing buffers share the band and the
   // higher it grows: where the band is too high, only cheaper moments are cut.
