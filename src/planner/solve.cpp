@@ -345,8 +345,13 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
             opts.time_limit_seconds *
             (inst.buffers.size() > kLargeInstanceBuffers ? kRepairShareLarge : kRepairShare)));
     offer(candidate);
-    std::vector<std::size_t> best_order = order;  // and its plan, which the climb starts from
-    plan best_candidate = candidate;
+    // The repair's best order and its plan, which the climb starts from (kept only for it).
+    std::vector<std::size_t> best_order;
+    plan best_candidate;
+    if (climb) {
+      best_order = order;
+      best_candidate = candidate;
+    }
     for (int stale = 0; stale < kRepairStaleRounds && clock::now() < repair_until; ++stale) {
       if (out.height_bytes <= enough) break;
       if (opts.capacity && out.height_bytes <= *opts.capacity) break;
@@ -369,8 +374,10 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
       offer(candidate);
       if (out.height_bytes < before) {
         stale = 0;
-        best_order = order;
-        best_candidate = candidate;
+        if (climb) {
+          best_order = order;
+          best_candidate = candidate;
+        }
       }
     }
     // On a generate step the search does not close the gap to LOAD: three quarters of
