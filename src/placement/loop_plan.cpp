@@ -11,6 +11,19 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
   const std::uint64_t serial = next_serial_++;
   ++time_;
   offset_ = kNone;
+  if (phase_ == phase::learning) {
+    if (serial < resting_until_) return serial;
+    if (serial == resting_until_ && serial > 0) {
+      // The rest is over: learn afresh from this request.
+      first_serial_ = serial;
+      learning_since_ = serial;
+    } else if (serial - learning_since_ >= kRestAfter) {
+      resting_until_ = serial + kRest;
+      history_.release();
+      forget_windows();
+      return serial;
+    }
+  }
   const bool recording = is_recording(serial);
   if (recording) history_.push_back({size, time_, kNone});
   switch (phase_) {
@@ -107,6 +120,7 @@ void loop_plan::unplan(std::uint64_t serial) {
 
 void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_period) {
   min_period_ = std::max(min_period, kMinPeriod);
+  learning_since_ = serial;
   synced_serial_ = kNone;
   unplanned_bytes_ = 0;
   relearn_ = false;

@@ -296,11 +296,39 @@ TEST(loop_plan, sizes_that_vary_every_step_get_no_plan) {
 TEST(loop_plan, a_long_program_that_never_repeats_keeps_learning) {
   std::mt19937_64 rng(11);
   program p;
-  for (int i = 0; i < 500; ++i) ASSERT_EQ(count_none(p.step(random_step(rng, 1000))), 1000u);
+  constexpr int kSteps = static_cast<int>(loop_plan::kRestAfter / 1000) - 2;
+  for (int i = 0; i < kSteps; ++i) ASSERT_EQ(count_none(p.step(random_step(rng, 1000))), 1000u);
   EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::learning);
+  EXPECT_FALSE(p.plan.is_resting());
   EXPECT_EQ(p.plan.get_region_bytes(), 0u);
   // Still learns: a loop that starts now is found.
   p.steps(varied_step(), 40);
+  EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_period(), 40u);
+}
+
+TEST(loop_plan, learning_that_finds_no_loop_rests_then_learns_afresh) {
+  std::mt19937_64 rng(13);
+  program p;
+  std::uint64_t requests = 0;
+  while (!p.plan.is_resting()) {
+    p.step(random_step(rng, 1000));
+    requests += 1000;
+    ASSERT_LE(requests, loop_plan::kRestAfter + 1000) << "learning never rested";
+  }
+  EXPECT_GE(requests, loop_plan::kRestAfter);
+  // A loop that starts during the rest gets no plan until the rest is over ...
+  const std::uint64_t checks = p.plan.get_checks();
+  // (the rest began inside the last random step: up to 1,000 of its requests rested)
+  const std::uint64_t rest_steps = (loop_plan::kRest - 1000) / 40;
+  for (std::uint64_t i = 0; i < rest_steps; ++i) {
+    ASSERT_EQ(count_none(p.step(varied_step())), 40u);
+  }
+  EXPECT_TRUE(p.plan.is_resting());
+  EXPECT_EQ(p.plan.get_checks(), checks);
+  // ... and is found soon after.
+  p.steps(varied_step(), 60);
+  EXPECT_FALSE(p.plan.is_resting());
   EXPECT_EQ(p.plan.get_phase(), loop_plan::phase::following);
   EXPECT_EQ(p.plan.get_period(), 40u);
 }
