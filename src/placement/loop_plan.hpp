@@ -16,7 +16,8 @@
 //              is accepted when the last P sizes equal the P before them, most of
 //              their blocks live as long as their twins, and one repetition, cut
 //              where the fewest of its bytes are live, leaves at most kMaxCrossing
-//              of its load crossing the cut.
+//              of its load crossing the cut. Learning that finds no loop in
+//              kRestAfter requests rests for kRest requests (records nothing).
 //   planned    blocks of one repetition that are freed within it get an offset:
 //                no two planned blocks live at one moment overlap
 //                LOAD <= height <= 1.01 LOAD (a higher plan is declined)
