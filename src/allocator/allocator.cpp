@@ -130,7 +130,8 @@ allocator::~allocator() {
     if (s.validating) validate();
     return {address, b->size};
   }
-  remember = remember || (cache && s.uses_arena(size) && size <= thread_cache::kMaxHeldBack);
+  remember = remember || (cache && s.uses_arena(size) && size <= thread_cache::kMaxHeldBack &&
+                          cache->is_worth_holding_back());
   allocation a;
   block* handed = nullptr;
   if (!s.uses_arena(size)) {

@@ -111,7 +111,7 @@ class alignas(64) thread_cache {
   // Holds back an arena block this thread freed, if none is and it is small enough
   // (caller holds the lock).
   bool hold_back(pools::block* b, address_t address) {
-    if (held_back_.b || b->size > kMaxHeldBack) return false;
+    if (held_back_.b || b->size > kMaxHeldBack || !hold_gate_.is_trying()) return false;
     held_back_ = {b, address, b->queue};
     holding_back_.store(true, std::memory_order_relaxed);
     return true;
@@ -125,7 +125,9 @@ class alignas(64) thread_cache {
     const parked out = held_back_;
     held_back_ = {};
     holding_back_.store(false, std::memory_order_relaxed);
-    if (out.b && out.b->size == size && out.queue == queue) {
+    const bool taken = out.b && out.b->size == size && out.queue == queue;
+    if (out.b) hold_gate_.count_try(taken);
+    if (taken) {
       *address = out.address;
       return out.b;
     }
@@ -140,25 +142,43 @@ class alignas(64) thread_cache {
     return nullptr;
   }
 
-  // Adaptive: a cache that served fewer than 1 in kMinHitShare of its last
-  // kTryWindow allocations costs more than it saves (locks, two address maps), so
-  // its thread skips it for the next kSkip allocations, then tries again. Read
-  // and written by the owning thread only.
+  // Adaptive: a shortcut that served fewer than 1 in `min_hit_share` of its last
+  // kTryWindow tries costs more than it saves, so its thread skips it for the next
+  // kSkip chances, then tries again. Read and written by the owning thread only.
   static constexpr std::uint32_t kTryWindow = 256;
-  static constexpr std::uint32_t kMinHitShare = 4;
   static constexpr std::uint32_t kSkip = 4096;
-  bool is_worth_trying() {
-    if (skip_left_ == 0) return true;
-    --skip_left_;
-    return false;
-  }
-  bool is_trying() const { return skip_left_ == 0; }
-  void count_try(bool hit) {
-    tries_hit_ += hit;
-    if (++tries_ < kTryWindow) return;
-    if (tries_hit_ * kMinHitShare < kTryWindow) skip_left_ = kSkip;
-    tries_ = tries_hit_ = 0;
-  }
+  template <std::uint32_t min_hit_share>
+  class try_gate {
+   public:
+    // Whether to try now; a chance skipped counts down the skip.
+    bool is_worth_trying() {
+      if (skip_left_ == 0) return true;
+      --skip_left_;
+      return false;
+    }
+    bool is_trying() const { return skip_left_ == 0; }
+    void count_try(bool hit) {
+      tries_hit_ += hit;
+      if (++tries_ < kTryWindow) return;
+      if (tries_hit_ * min_hit_share < kTryWindow) skip_left_ = kSkip;
+      tries_ = tries_hit_ = 0;
+    }
+
+   private:
+    std::uint32_t tries_ = 0;      // tries in this window
+    std::uint32_t tries_hit_ = 0;  // of which served
+    std::uint32_t skip_left_ = 0;  // chances left to skip
+  };
+  // The parked blocks (locks, two address maps) pay off from 1 hit in 4 tries.
+  static constexpr std::uint32_t kMinHitShare = 4;
+  bool is_worth_trying() { return parked_gate_.is_worth_trying(); }
+  bool is_trying() const { return parked_gate_.is_trying(); }
+  void count_try(bool hit) { parked_gate_.count_try(hit); }
+  // Holding back arena blocks: skipped only where hardly any is taken back (1 in
+  // kMinHoldShare), as in streams of random sizes; a held-back block taken back also
+  // keeps the arena's layout as it was.
+  static constexpr std::uint32_t kMinHoldShare = 64;
+  bool is_worth_holding_back() { return hold_gate_.is_worth_trying(); }
 
   // A stamp no other hand-out has had: this cache's number in the high bits.
   std::uint64_t next_stamp() { return (cache_number_ << kStampBits) | ++stamps_; }
@@ -236,9 +256,8 @@ class alignas(64) thread_cache {
   std::uint64_t cache_number_;  // >= 1; the shared path's stamps use 0
   std::uint64_t stamps_ = 0;
   std::uint64_t folded_stamps_ = 0;        // hand-outs up to this stamp are folded
-  std::uint32_t tries_ = 0;                // allocations tried in this window
-  std::uint32_t tries_hit_ = 0;            // of which the cache served
-  std::uint32_t skip_left_ = 0;            // allocations left that skip the cache
+  try_gate<kMinHitShare> parked_gate_;     // allocations: whether to look at parked blocks
+  try_gate<kMinHoldShare> hold_gate_;      // arena blocks handed out: whether to hold back
   std::size_t parked_bytes_ = 0;           // in the bins
   std::size_t parked_count_ = 0;           // in the bins
   parked held_back_;                       // the arena block held back, if any
