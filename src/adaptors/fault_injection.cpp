@@ -1,7 +1,9 @@
 #include "memkit/adaptors/fault_injection.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace memkit {
 
@@ -23,6 +25,7 @@ bool fault_injection_adaptor::schedule_state::next() {
 fault_injection_adaptor::fault_injection_adaptor(backend& upstream, fault_injection_options options)
     : forwarded_data(upstream),
       upstream_(upstream),
+      unmap_delay_us_(options.unmap_delay_us),
       segments_(std::move(options.segments)),
       vm_(std::move(options.virtual_memory)),
       vm_calls_(options.vm_calls),
@@ -90,6 +93,17 @@ void fault_injection_adaptor::set_wired_limit(std::size_t bytes) {
   upstream_.set_wired_limit(bytes);
 }
 
+template <class Call>
+void fault_injection_adaptor::count_upstream_failure(Call&& call) {
+  try {
+    call();
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    counters_.upstream_failures++;
+    throw;
+  }
+}
+
 bool fault_injection_adaptor::should_fail_vm(vm_call which, std::uint64_t* call) {
   std::lock_guard lock(mutex_);
   if (!(vm_calls_ & which)) return false;
@@ -127,7 +141,7 @@ void fault_injection_adaptor::map(address_t at, page_id page, std::size_t bytes)
         "[memkit::fault_injection_adaptor::map] injected fault at virtual-memory call " +
         std::to_string(call) + " (" + std::to_string(bytes) + " bytes)");
   }
-  upstream_.map(at, page, bytes);
+  count_upstream_failure([&] { upstream_.map(at, page, bytes); });
 }
 
 void fault_injection_adaptor::set_access(address_t at, std::size_t bytes) {
@@ -141,7 +155,8 @@ void fault_injection_adaptor::unmap(address_t at, std::size_t bytes) {
         "[memkit::fault_injection_adaptor::unmap] injected fault at virtual-memory call " +
         std::to_string(call) + " (" + std::to_string(bytes) + " bytes)");
   }
-  upstream_.unmap(at, bytes);
+  if (unmap_delay_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(unmap_delay_us_));
+  count_upstream_failure([&] { upstream_.unmap(at, bytes); });
 }
 
 void fault_injection_adaptor::set_segment_schedule(fault_schedule schedule) {

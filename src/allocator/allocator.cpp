@@ -593,7 +593,13 @@ void allocator::state::release_segments_until(std::size_t target_reserved, relea
 
 void allocator::state::give_back(const released_memory& released) {
   for (const released_segment& r : released.segments) device.free_segment(r.base, r.size);
-  if (vm) vm->give_back(released.pages);
+  if (!vm || released.pages.empty()) return;
+  vm->give_back(released.pages);
+  {
+    std::lock_guard lock(mutex);
+    vm->settle_released(released.pages);
+  }
+  pages_mapped.notify_all();  // requests waiting for those pages place their blocks again
 }
 
 void allocator::state::trim_cache() {

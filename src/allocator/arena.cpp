@@ -429,6 +429,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
       plan.stolen_from = j;
       pages_.unlink_idle(j);
       pages_.set_physical(j, 0);
+      pages_.set_busy(j, true);  // until it is unmapped: no other block maps it meanwhile
       mapped_pages_--;
       held_unmapped_++;
     }
@@ -491,6 +492,9 @@ arena::page_counts arena::finish(request& r, bool mapped, std::vector<page_plan>
       ++created;
   }
   held_unmapped_ -= stolen;
+  for (const page_plan& p : r.pages) {
+    if (p.stolen_from != page_map::kNone) pages_.set_busy(p.stolen_from, false);  // unmapped
+  }
   page_counts counts;
   counts.unmapped = stolen;
   counts.created = created;
@@ -537,6 +541,7 @@ void arena::abandon(request& r) {
   for (const page_plan& p : r.pages) {
     pages_.set_busy(p.index, false);
     if (p.stolen_from == page_map::kNone) continue;
+    pages_.set_busy(p.stolen_from, false);
     pages_.set_physical(p.stolen_from, p.physical);
     pages_.link_idle(p.stolen_from);
     mapped_pages_++;
@@ -609,6 +614,7 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
       out.push_back({j, p.physical, j});
       pages_.unlink_idle(j);
       pages_.set_physical(j, 0);
+      pages_.set_busy(j, true);  // until give_back has unmapped it (see settle_released)
       mapped_pages_--;
       counts.released++;
       counts.unmapped++;
@@ -624,6 +630,12 @@ void arena::give_back(const std::vector<page_plan>& pages) {
   for (const page_plan& p : pages) {
     if (p.stolen_from != page_map::kNone) device_.unmap(base_ + p.stolen_from * g, g);
     device_.release_page(p.physical, g);
+  }
+}
+
+void arena::settle_released(const std::vector<page_plan>& pages) {
+  for (const page_plan& p : pages) {
+    if (p.stolen_from != page_map::kNone) pages_.set_busy(p.stolen_from, false);
   }
 }
 

@@ -125,6 +125,9 @@ class arena {
   page_counts release_idle(std::size_t bytes, std::vector<page_plan>& out);
   // Without the lock: unmaps (where stolen_from is set) and releases the pages.
   void give_back(const std::vector<page_plan>& pages);
+  // After give_back, with the lock: the pages it unmapped may be mapped again (until
+  // then they are busy, so that no block maps a page over one not yet unmapped).
+  void settle_released(const std::vector<page_plan>& pages);
 
   void merge_unmerged();
   // Reserved bytes new pages may bring the total to: (1 + slack) x peak_active.

@@ -44,7 +44,7 @@ struct allocator::state {
   backend& device;
   device_facts facts;                    // copied once: the hot path reads it lock-free
   mutable std::mutex mutex;              // guards everything below
-  std::condition_variable pages_mapped;  // signalled when busy pages finish mapping
+  std::condition_variable pages_mapped;  // signalled when busy pages finish (un)mapping
   fence_tracker fences;                  // per queue: fences recorded, frees safe everywhere
   segment_pool small;                    // requests <= small_max
   segment_pool large;                    // larger requests, policy segments

@@ -22,7 +22,7 @@ class page_map {
     queue_id queue = 0;            // idle: queue of its last user
     page_index prev_idle = kNone;  // idle list links, most recent first
     page_index next_idle = kNone;
-    bool busy = false;  // being mapped with the lock released
+    bool busy = false;  // being mapped or unmapped with the lock released
     bool idle = false;  // on the idle list
   };
 

@@ -169,6 +169,7 @@ TEST(arena_unit, a_large_block_takes_the_shortest_mapped_run_that_holds_it) {
   std::vector<page_plan> released;
   t.count(t.vm->release_idle(14 * MiB, released));  // x's pages, the least recently idle
   t.vm->give_back(released);
+  t.vm->settle_released(released);
   ASSERT_EQ(released.size(), 7u);
   t.free(z);
   t.complete_all();
@@ -215,6 +216,36 @@ TEST(arena_unit, idle_pages_are_stolen_least_recently_used_first) {
   ASSERT_EQ(released.size(), 1u);
   EXPECT_EQ(released[0].index, w_page);
   t.vm->give_back(released);
+  t.vm->settle_released(released);
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_NO_THROW(t.vm->validate(false));
+}
+
+// A released page is unmapped with the lock released: until then no request maps a
+// page at its address (the device would refuse it, or the late unmap take the new one).
+TEST(arena_unit, a_released_page_is_not_mapped_again_before_it_is_unmapped) {
+  arena_test t(0.0);
+  pools::block* x = t.place(kPage);
+  t.place(kPage);  // keeps x's range apart from the free top
+  const std::uint32_t x_page = t.page_of(x);
+  t.free(x);
+  t.complete_all();
+  std::vector<page_plan> released;
+  t.count(t.vm->release_idle(kPage, released));
+  ASSERT_EQ(released.size(), 1u);
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(kPage, 0, t.room(), r));
+  ASSERT_EQ(t.page_of(r.b), x_page);
+  EXPECT_TRUE(r.must_wait) << "the page is still being unmapped";
+  EXPECT_TRUE(r.pages.empty()) << "no page is planned over it";
+  EXPECT_FALSE(t.vm->is_settled(r.b));
+  t.vm->give_back(released);
+  t.vm->settle_released(released);
+  EXPECT_TRUE(t.vm->is_settled(r.b));
+  EXPECT_FALSE(t.vm->is_mapped(r.b));
+  t.vm->cancel(r);  // placed again, the page is planned now
+  pools::block* again = t.place(kPage);
+  EXPECT_EQ(t.page_of(again), x_page);
   EXPECT_EQ(recounted(*t.vm), t.reserved);
   EXPECT_NO_THROW(t.vm->validate(false));
 }
@@ -330,6 +361,7 @@ TEST(arena_unit, validation_passes_through_a_random_run) {
         std::vector<page_plan> released;
         t.count(t.vm->release_idle(t.vm->calculate_releasable() / 2, released));
         t.vm->give_back(released);
+        t.vm->settle_released(released);
       }
       ASSERT_NO_THROW(t.vm->validate(false)) << "step " << step;
       std::size_t live_bytes = 0, live_blocks = 0, requested = 0;

@@ -230,5 +230,50 @@ TEST(concurrency_stress, with_segment_faults_and_late_fences) {
   run_stress({.threads = 6, .calls_per_thread = 2500, .fault_rate = 0.2, .completion_lag = 3});
 }
 
+// Pages the arena takes away (stolen for another block, or released) are unmapped
+// with the lock released; a slow unmap must not let another thread map a page at
+// the same address meanwhile (the device refuses it, or unmaps the new page).
+TEST(concurrency_stress, slow_unmaps_never_overlap_a_new_mapping) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  fault_injection_options fo;
+  fo.unmap_delay_us = 300;
+  fault_injection_adaptor faults(device, fo);
+  allocator_options settings;
+  settings.arena_slack = 0.0;
+  settings.validate = true;
+  allocator alloc(faults, settings);
+  std::atomic<std::uint64_t> oom_errors{0};
+  auto worker = [&](unsigned t) {
+    std::mt19937_64 rng(t);
+    std::vector<address_t> mine;
+    for (int i = 0; i < 400; ++i) {
+      if (mine.size() < 6 && rng() % 3 != 0) {
+        try {
+          mine.push_back(alloc.allocate(MiB + rng() % (6 * MiB)).address);
+        } catch (const out_of_memory&) {
+          oom_errors++;
+        }
+      } else if (!mine.empty()) {
+        const std::size_t k = rng() % mine.size();
+        alloc.free(mine[k]);
+        mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      // Now and then the cache goes: idle pages are released (unmapped) too.
+      if (t == 0 && i % 50 == 0) alloc.clear_cache();
+    }
+    for (address_t a : mine) alloc.free(a);
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < 6; ++t) workers.emplace_back(worker, t);
+  for (std::thread& w : workers) w.join();
+  EXPECT_EQ(faults.get_counters().upstream_failures, 0u);
+  EXPECT_EQ(oom_errors.load(), 0u);
+  EXPECT_GT(alloc.get_statistics().unmaps, 0u);
+  alloc.clear_cache();
+  EXPECT_EQ(device.get_counters().mapped_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace memkit

@@ -60,6 +60,9 @@ struct fault_injection_options {
   std::uint32_t completion_lag = 0;
   bool random_lag = false;
   std::uint64_t lag_seed = 1;
+  // Each unmap waits this long before it reaches the upstream, as a slow driver
+  // call would: it widens the windows where other threads' calls overlap it.
+  std::uint32_t unmap_delay_us = 0;
 };
 
 struct fault_counters {
@@ -67,7 +70,8 @@ struct fault_counters {
   std::uint64_t segment_faults = 0;  // of them failed on purpose
   std::uint64_t vm_calls = 0;        // scheduled virtual-memory calls seen
   std::uint64_t vm_faults = 0;
-  std::uint64_t late_completions = 0;  // get_completed answers below the upstream's
+  std::uint64_t late_completions = 0;   // get_completed answers below the upstream's
+  std::uint64_t upstream_failures = 0;  // map and unmap calls the upstream itself refused
   std::uint64_t get_faults() const noexcept { return segment_faults + vm_faults; }
 };
 
@@ -115,9 +119,13 @@ class fault_injection_adaptor final : public backend, public forwarded_data {
   };
 
   bool should_fail_vm(vm_call which, std::uint64_t* call);
+  // Runs an upstream call, counting it when the upstream throws.
+  template <class Call>
+  void count_upstream_failure(Call&& call);
   queue_history& get_history(queue_id queue) const;
 
   backend& upstream_;
+  const std::uint32_t unmap_delay_us_;
   mutable std::mutex mutex_;  // guards everything below; never held across an upstream call
   bool enabled_ = true;
   schedule_state segments_;
