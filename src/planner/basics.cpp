@@ -149,9 +149,11 @@ namespace {
 // plan in linear time, only higher).
 constexpr std::size_t kDeadlineStride = 256;
 bool stack_rest_if_late(const instance& inst, const std::vector<std::size_t>& order, std::size_t k,
-                        clock::time_point deadline, std::int64_t top, plan& result) {
+                        clock::time_point deadline, std::int64_t top, plan& result,
+                        const std::vector<std::int64_t>* fixed) {
   if (k % kDeadlineStride != 0 || clock::now() <= deadline) return false;
   for (; k < order.size(); ++k) {
+    if (fixed && (*fixed)[order[k]] >= 0) continue;
     result.offsets[order[k]] = top;
     top += inst.buffers[order[k]].size;
   }
@@ -167,16 +169,27 @@ constexpr std::size_t kLongBlocks = 32;
 // Best fit scanning every placed buffer, kept by offset: the cheapest when lifetimes
 // are long, since then most placed buffers are live at the same time anyway.
 plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& order,
-                         clock::time_point deadline) {
+                         clock::time_point deadline, const std::vector<std::int64_t>* fixed) {
   const std::vector<buffer>& buffers = inst.buffers;
   plan result;
   result.offsets.assign(buffers.size(), 0);
   std::vector<std::size_t> placed_by_offset;  // placed buffers, by offset
   placed_by_offset.reserve(buffers.size());
   std::int64_t top = 0;  // of every buffer placed
+  if (fixed) {
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      if ((*fixed)[i] < 0) continue;
+      result.offsets[i] = (*fixed)[i];
+      top = std::max(top, (*fixed)[i] + buffers[i].size);
+      placed_by_offset.push_back(i);
+    }
+    std::sort(placed_by_offset.begin(), placed_by_offset.end(),
+              [&](std::size_t x, std::size_t y) { return result.offsets[x] < result.offsets[y]; });
+  }
   for (std::size_t k = 0; k < order.size(); ++k) {
-    if (stack_rest_if_late(inst, order, k, deadline, top, result)) break;
+    if (stack_rest_if_late(inst, order, k, deadline, top, result, fixed)) break;
     const std::size_t i = order[k];
+    if (fixed && (*fixed)[i] >= 0) continue;
     const buffer& b = buffers[i];
     std::int64_t reach = 0;  // top of the time-overlapping buffers seen so far
     std::int64_t best_offset = -1;
@@ -261,7 +274,7 @@ plan online_best_fit(const instance& inst) {
 }
 
 plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order,
-                     clock::time_point deadline) {
+                     clock::time_point deadline, const std::vector<std::int64_t>* fixed) {
   // Each buffer needs the placed buffers live at the same time as it, by offset. Time
   // is cut into blocks of sections and every placed buffer is listed in the blocks it
   // touches, so a buffer looks only at those near it in time: on long schedules that
@@ -301,7 +314,7 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
   double block_cost = 2.0 * static_cast<double>(n) * long_count;
   for (const double count : listed) block_cost += count * count;
   if (block_cost > static_cast<double>(n) * static_cast<double>(n) / kBlockAdvantage) {
-    return greedy_scanning_all(inst, order, deadline);
+    return greedy_scanning_all(inst, order, deadline, fixed);
   }
   std::vector<std::vector<std::uint32_t>> in_block(blocks);
   std::vector<std::uint32_t> long_placed;
@@ -311,9 +324,27 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
   result.offsets.assign(n, 0);
   std::size_t round = 0;
   std::int64_t top = 0;  // of every buffer placed
+  const auto list_placed = [&](std::size_t i, std::size_t first_block, std::size_t last_block) {
+    if (last_block - first_block >= kLongBlocks) {
+      long_placed.push_back(static_cast<std::uint32_t>(i));
+    } else {
+      for (std::size_t block = first_block; block <= last_block; ++block) {
+        in_block[block].push_back(static_cast<std::uint32_t>(i));
+      }
+    }
+  };
+  if (fixed) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((*fixed)[i] < 0) continue;
+      result.offsets[i] = (*fixed)[i];
+      top = std::max(top, (*fixed)[i] + buffers[i].size);
+      list_placed(i, block_of(buffers[i].lower), block_of(buffers[i].upper - 1));
+    }
+  }
   for (std::size_t k = 0; k < order.size(); ++k) {
-    if (stack_rest_if_late(inst, order, k, deadline, top, result)) break;
+    if (stack_rest_if_late(inst, order, k, deadline, top, result, fixed)) break;
     const std::size_t i = order[k];
+    if (fixed && (*fixed)[i] >= 0) continue;
     const buffer& b = buffers[i];
     const std::size_t first_block = block_of(b.lower);
     const std::size_t last_block = block_of(b.upper - 1);
@@ -347,13 +378,7 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
     }
     result.offsets[i] = best_offset >= 0 ? best_offset : reach;
     top = std::max(top, result.offsets[i] + b.size);
-    if (last_block - first_block >= kLongBlocks) {
-      long_placed.push_back(static_cast<std::uint32_t>(i));
-    } else {
-      for (std::size_t block = first_block; block <= last_block; ++block) {
-        in_block[block].push_back(static_cast<std::uint32_t>(i));
-      }
-    }
+    list_placed(i, first_block, last_block);
   }
   return result;
 }
@@ -430,7 +455,8 @@ std::vector<std::size_t> size_class_sweep_order(const instance& inst) {
 }
 
 plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan start,
-                 std::int64_t goal, clock::time_point until) {
+                 std::int64_t goal, clock::time_point until,
+                 const std::vector<std::int64_t>* fixed) {
   plan best = std::move(start);
   std::int64_t best_height = height(inst, best);
   std::vector<std::size_t> trial;
@@ -450,7 +476,7 @@ plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan sta
       trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(*it));
       trial.insert(trial.begin() + static_cast<std::ptrdiff_t>(random % (*it + 1)), i);
     }
-    plan candidate = greedy_in_order(inst, trial, until);
+    plan candidate = greedy_in_order(inst, trial, until, fixed);
     const std::int64_t candidate_height = height(inst, candidate);
     if (candidate_height > best_height) continue;
     order.swap(trial);

@@ -51,9 +51,12 @@ plan online_best_fit(const instance& inst);
 // Largest first, as greedy_best_fit() takes them.
 std::vector<std::size_t> size_order(const instance& inst);
 // Best fit taking the buffers in the given order; past the deadline the rest are
-// stacked on top (valid, higher).
+// stacked on top (valid, higher). `fixed`, when given, holds an offset for each
+// buffer that is already placed (-1 for the others): those stay where they are, and
+// the order may leave them out.
 plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order,
-                     clock::time_point deadline = clock::time_point::max());
+                     clock::time_point deadline = clock::time_point::max(),
+                     const std::vector<std::int64_t>* fixed = nullptr);
 // Buffers live through the highest load first (they decide the height), then larger
 // first: on long schedules this lands far nearer LOAD than size order alone.
 std::vector<std::size_t> peak_first_order(const instance& inst);
@@ -75,8 +78,28 @@ std::vector<std::size_t> size_class_sweep_order(const instance& inst);
 // where one buffer at the top changes place at a time (generation loops gain a few
 // kilobytes a round for hundreds of rounds). Stops at `until` or once the height is
 // at most `goal`; returns the lowest plan found, `order` left as the order that gave it.
+// `fixed` as for greedy_in_order: those buffers stay put.
 plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan start,
-                 std::int64_t goal, clock::time_point until);
+                 std::int64_t goal, clock::time_point until,
+                 const std::vector<std::int64_t>* fixed = nullptr);
+
+// Chains of copies laid out in fixed slots. A chain is a sequence of large buffers of
+// about one size (a growing one too) where each is born within a few events of its
+// predecessor's death, overlapping it briefly or not at all: a KV cache that is copied
+// as it grows, and again when beam search reorders it. Best fit settles where such
+// copies leave their one free slot before it places the large transients, and a hole
+// the size of a slot stays inside the cache at the peaks. Here the largest group of
+// chains of about one size gets one slot per chain at the bottom, as high as the
+// group's largest buffer, and two spare slots (right above those, or just under
+// `goal`); wherever more of the group's buffers live than it has chains, the copies
+// that must live apart go to the spares, only where the other buffers leave room for
+// a spare, so that at the peaks the spares are free for the large transients, which
+// best fit then lays over them. Only the group's buffers born at or after `start` are
+// placed (the layout before them is best fit's), and only those whose whole lives
+// have room for a full slot each. Returns each buffer's offset, -1 for the buffers
+// left to best fit; all -1 when there is no such group or the spares do not suffice.
+std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t goal,
+                                             std::int64_t start, bool spares_under_goal);
 
 enum class search_status { found, infeasible, stopped };
 

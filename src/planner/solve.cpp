@@ -81,6 +81,51 @@ class planner_state {
   std::vector<std::unique_ptr<detail::part_search>> searches_;
 };
 
+// Where the slots of the cache chains start (detail::chain_slot_offsets) decides how
+// the buffers before them fit around them; these starts are tried, as shares of the
+// instance's time span, with the spares in either place.
+constexpr int kChainStarts = 16;
+constexpr int kChainStartDivisor = 32;
+
+// The lowest plan with the cache chains in fixed slots, best fit in size classes
+// placing the rest. When it is lower than `plan_so_far`, replaces it and `order` (then
+// without the fixed buffers) and returns the fixed offsets; otherwise returns none.
+std::vector<std::int64_t> best_chain_slots(const instance& inst, std::int64_t goal,
+                                           clock::time_point deadline,
+                                           std::vector<std::size_t>& order, plan& plan_so_far) {
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  std::int64_t last = std::numeric_limits<std::int64_t>::min();
+  for (const buffer& b : inst.buffers) {
+    first = std::min(first, b.lower);
+    last = std::max(last, b.upper);
+  }
+  const std::vector<std::size_t> class_order = detail::size_class_sweep_order(inst);
+  std::vector<std::int64_t> best_fixed;
+  std::int64_t best_height = height(inst, plan_so_far);
+  for (int k = 0; k < kChainStarts && clock::now() < deadline; ++k) {
+    for (const bool spares_under_goal : {false, true}) {
+      std::vector<std::int64_t> fixed = detail::chain_slot_offsets(
+          inst, goal, first + (last - first) * k / kChainStartDivisor, spares_under_goal);
+      if (std::all_of(fixed.begin(), fixed.end(), [](std::int64_t o) { return o < 0; })) {
+        return best_fixed;  // no chains, or the spares do not suffice: no later start helps
+      }
+      std::vector<std::size_t> rest;
+      for (const std::size_t i : class_order) {
+        if (fixed[i] < 0) rest.push_back(i);
+      }
+      plan candidate = detail::greedy_in_order(inst, rest, deadline, &fixed);
+      const std::int64_t candidate_height = height(inst, candidate);
+      if (candidate_height < best_height && validate(inst, candidate)) {
+        best_height = candidate_height;
+        best_fixed = std::move(fixed);
+        order = std::move(rest);
+        plan_so_far = std::move(candidate);
+      }
+    }
+  }
+  return best_fixed;
+}
+
 double seconds_since(clock::time_point start) {
   return std::chrono::duration<double>(clock::now() - start).count();
 }
@@ -381,14 +426,19 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
       }
     }
     // On a generate step the search does not close the gap to LOAD: three quarters of
-    // the time left go to a hill climb from the repair's best order first.
+    // the time left go to a hill climb from the repair's best order first, or from the
+    // cache chains in fixed slots where that lands lower.
     if (climb && inst.buffers.size() > kLargeInstanceBuffers && out.height_bytes > enough &&
         !(opts.capacity && out.height_bytes <= *opts.capacity)) {
-      const clock::time_point now = clock::now();
       const std::int64_t goal = opts.capacity ? std::max(enough, *opts.capacity) : enough;
+      std::vector<std::int64_t> fixed =
+          best_chain_slots(inst, goal, deadline, best_order, best_candidate);
+      offer(best_candidate);
+      const clock::time_point now = clock::now();
       if (now < deadline) {
         offer(detail::climb_order(inst, best_order, std::move(best_candidate), goal,
-                                  now + (deadline - now) * 3 / 4));
+                                  now + (deadline - now) * 3 / 4,
+                                  fixed.empty() ? nullptr : &fixed));
       }
     }
   }

@@ -450,6 +450,100 @@ TEST(PlannerGreedy, TheClimbNeverRaisesAPlanAndLowersRandomOnes) {
   EXPECT_EQ(same.offsets, start.offsets);
 }
 
+// A generate loop with beam search, in small: each token copies the chains' buffers
+// one by one (each copy overlaps its original by one event), then copies them again
+// one token larger, and a large transient lives at the token's peak. The chains get
+// slots as high as their largest buffer, the copies that cannot fit beside them go to
+// the spares, which are free at every peak, and best fit lays the transient over them.
+TEST(PlannerGreedy, ChainSlotsKeepTheSparesFreeAtThePeaks) {
+  constexpr std::int64_t kChains = 6;
+  constexpr std::int64_t kTokens = 12;
+  constexpr std::int64_t kFirstSize = 1000;
+  constexpr std::int64_t kGrowth = 10;
+  constexpr std::int64_t kTransient = 3000;
+  instance inst;
+  std::vector<std::size_t> chain_buffers;
+  std::vector<std::int64_t> peaks;
+  std::vector<std::int64_t> live_until(kChains, -1);  // the index of each chain's last buffer
+  std::int64_t id = 0;
+  const auto add = [&](std::int64_t lower, std::int64_t upper, std::int64_t size) {
+    inst.buffers.push_back(buffer{id++, lower, upper, size});
+    return inst.buffers.size() - 1;
+  };
+  std::int64_t now = 0;
+  std::int64_t size = kFirstSize;
+  for (std::int64_t c = 0; c < kChains; ++c) {
+    live_until[c] = static_cast<std::int64_t>(add(now, 0, size));  // upper set by its copy
+    chain_buffers.push_back(inst.buffers.size() - 1);
+    now += 2;
+  }
+  for (std::int64_t token = 0; token < kTokens; ++token) {
+    for (int grow = 0; grow < 2; ++grow) {  // the reorder copy, then the grown one
+      if (grow == 1) size += kGrowth;
+      for (std::int64_t c = 0; c < kChains; ++c) {
+        const std::size_t copy = add(now, 0, size);
+        inst.buffers[static_cast<std::size_t>(live_until[c])].upper = now + 1;
+        live_until[c] = static_cast<std::int64_t>(copy);
+        chain_buffers.push_back(copy);
+        now += 2;
+      }
+      now += 5;
+    }
+    peaks.push_back(now);
+    add(now, now + 3, kTransient);
+    add(now - 20, now + 10, 8);  // a small buffer around the peak
+    now += 10;
+  }
+  for (std::int64_t c = 0; c < kChains; ++c) {
+    inst.buffers[static_cast<std::size_t>(live_until[c])].upper = now;
+  }
+  const std::int64_t goal = load(inst);
+  ASSERT_EQ(goal, kChains * size + kTransient + 8);
+
+  const std::vector<std::int64_t> fixed = detail::chain_slot_offsets(inst, goal, 0, false);
+  for (const std::size_t i : chain_buffers) {
+    ASSERT_GE(fixed[i], 0) << "buffer " << i;
+    EXPECT_EQ(fixed[i] % size, 0) << "buffer " << i;  // slots as high as the largest
+  }
+  for (std::size_t i = 0; i < inst.buffers.size(); ++i) {
+    if (inst.buffers[i].size == kTransient) {
+      EXPECT_LT(fixed[i], 0);
+    }
+  }
+  for (const std::int64_t peak : peaks) {
+    for (const std::size_t i : chain_buffers) {
+      if (inst.buffers[i].lower <= peak && peak < inst.buffers[i].upper) {
+        EXPECT_LT(fixed[i], kChains * size) << "a spare is taken at the peak " << peak;
+      }
+    }
+  }
+  std::vector<std::size_t> rest;
+  for (const std::size_t i : detail::size_class_sweep_order(inst)) {
+    if (fixed[i] < 0) rest.push_back(i);
+  }
+  const plan p = detail::greedy_in_order(inst, rest, detail::clock::time_point::max(), &fixed);
+  const validation check = validate(inst, p);
+  ASSERT_TRUE(check.ok) << check.message;
+  for (std::size_t i = 0; i < inst.buffers.size(); ++i) {
+    if (fixed[i] >= 0) {
+      EXPECT_EQ(p.offsets[i], fixed[i]);
+    }
+  }
+  EXPECT_EQ(height(inst, p), goal);
+
+  // The spares under the goal instead: the same plan height.
+  const std::vector<std::int64_t> under = detail::chain_slot_offsets(inst, goal, 0, true);
+  const plan q = detail::greedy_in_order(inst, rest, detail::clock::time_point::max(), &under);
+  ASSERT_TRUE(validate(inst, q).ok);
+  EXPECT_EQ(height(inst, q), goal);
+
+  // No chains in a random schedule: nothing fixed.
+  std::mt19937 rng(5);
+  const instance random = random_instance(rng, 2000, 400, 1000);
+  const std::vector<std::int64_t> none = detail::chain_slot_offsets(random, load(random), 0, false);
+  EXPECT_TRUE(std::all_of(none.begin(), none.end(), [](std::int64_t o) { return o < 0; }));
+}
+
 // A part where every buffer overlaps every other has n^2 / 2 pairs: past the search's
 // bound (2^26 pairs) it is not searched, and costs no adjacency lists.
 TEST(PlannerSearch, APartTooDenseIsNotSearched) {
