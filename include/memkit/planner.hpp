@@ -23,7 +23,10 @@
 //      into bands (step 3), a fourth order takes larger size classes (powers of two)
 //      first, each class swept backward (a generate step's logits before its growing
 //      cache), and three quarters of the time go to a hill climb over orders that
-//      keeps an order only when best fit lands no higher.
+//      keeps an order only when best fit lands no higher. There, too, chains of copies
+//      (a KV cache copied as it grows and as beam search reorders it) may get fixed
+//      slots, with two spares kept free at the peaks, best fit placing the rest around
+//      them; the climb starts from that plan where it lands lower.
 //   3. The instance is split into parts that can be planned alone: a buffer live over
 //      the whole time span of its part goes to the bottom (every other buffer there is
 //      wholly above or below it, so swapping it down loses nothing), and the rest is cut
