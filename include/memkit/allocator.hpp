@@ -77,8 +77,9 @@
 //
 //   Locking: one mutex guards the pools, the arena, the fences and the counters;
 //   it is never held across a backend call (segments and pages are allocated,
-//   mapped and freed, fences waited on, outside it). Order: registry of thread
-//   caches, mutex, a cache.
+//   mapped and freed, fences waited on, outside it). A page being mapped or
+//   unmapped outside it is busy: no other request maps or takes it until the call is
+//   done (a request over it waits). Order: registry of thread caches, mutex, a cache.
 //
 // Pressure: when a request does not fit, the allocator (1) polls fences, (2) grows
 // if the memory limit allows, (3) releases cached segments and idle pages, least
