@@ -383,25 +383,25 @@ plan greedy_in_order(const instance& inst, const std::vector<std::size_t>& order
   return result;
 }
 
-std::vector<std::size_t> peak_first_order(const instance& inst) {
-  // The largest load over each buffer's lifetime, by a sweep over its sections.
-  const std::vector<buffer>& buffers = inst.buffers;
-  std::vector<std::int64_t> points;
-  points.reserve(2 * buffers.size());
-  for (const buffer& b : buffers) {
+sections::sections(const instance& inst) {
+  points.reserve(2 * inst.buffers.size());
+  for (const buffer& b : inst.buffers) {
     points.push_back(b.lower);
     points.push_back(b.upper);
   }
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
-  const auto section_of = [&](std::int64_t time) {
-    return static_cast<std::size_t>(std::lower_bound(points.begin(), points.end(), time) -
-                                    points.begin());
-  };
+}
+
+std::vector<std::size_t> peak_first_order(const instance& inst) {
+  // The largest load over each buffer's lifetime, by a sweep over its sections.
+  const std::vector<buffer>& buffers = inst.buffers;
+  const sections time(inst);
+  const std::vector<std::int64_t>& points = time.points;
   std::vector<std::int64_t> live(points.size() + 1, 0);
   for (const buffer& b : buffers) {
-    live[section_of(b.lower)] += b.size;
-    live[section_of(b.upper)] -= b.size;
+    live[time.of(b.lower)] += b.size;
+    live[time.of(b.upper)] -= b.size;
   }
   for (std::size_t s = 1; s < live.size(); ++s) live[s] += live[s - 1];
   // Range maxima by a sparse table: level k holds the maximum of 2^k sections.
@@ -414,8 +414,8 @@ std::vector<std::size_t> peak_first_order(const instance& inst) {
   }
   std::vector<std::int64_t> peak(buffers.size(), 0);
   for (std::size_t i = 0; i < buffers.size(); ++i) {
-    const std::size_t first = section_of(buffers[i].lower);
-    const std::size_t end = section_of(buffers[i].upper);
+    const std::size_t first = time.of(buffers[i].lower);
+    const std::size_t end = time.of(buffers[i].upper);
     std::size_t k = 0;
     while ((std::size_t{2} << k) <= end - first) ++k;
     peak[i] = std::max(table[k][first], table[k][end - (std::size_t{1} << k)]);

@@ -129,19 +129,8 @@ std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t 
     for (const std::size_t i : chains[by_size[g]]) in_group[i] = true;
   }
 
-  // Time in sections between consecutive events.
-  std::vector<std::int64_t> points;
-  points.reserve(2 * buffers.size());
-  for (const buffer& b : buffers) {
-    points.push_back(b.lower);
-    points.push_back(b.upper);
-  }
-  std::sort(points.begin(), points.end());
-  points.erase(std::unique(points.begin(), points.end()), points.end());
-  const auto section_of = [&](std::int64_t time) {
-    return static_cast<std::size_t>(std::lower_bound(points.begin(), points.end(), time) -
-                                    points.begin());
-  };
+  const sections time(inst);
+  const std::vector<std::int64_t>& points = time.points;
   // A slot is as high as the group's largest buffer: where the group's buffers are
   // smaller (a cache early in a generate call, with the prompt's activations around
   // it), their slots would not leave room for the other buffers live then. Those
@@ -155,8 +144,8 @@ std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t 
     for (std::size_t i = 0; i < buffers.size(); ++i) {
       std::vector<std::int64_t>& count = in_group[i] ? group_live : others;
       const std::int64_t amount = in_group[i] ? 1 : buffers[i].size;
-      count[section_of(buffers[i].lower)] += amount;
-      count[section_of(buffers[i].upper)] -= amount;
+      count[time.of(buffers[i].lower)] += amount;
+      count[time.of(buffers[i].upper)] -= amount;
     }
     std::vector<bool> crowded(points.size(), false);
     for (std::size_t t = 0; t < points.size(); ++t) {
@@ -169,8 +158,8 @@ std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t 
     removed = false;
     for (std::size_t i = 0; i < buffers.size(); ++i) {
       if (!in_group[i]) continue;
-      const std::size_t end = section_of(buffers[i].upper);
-      for (std::size_t t = section_of(buffers[i].lower); t < end; ++t) {
+      const std::size_t end = time.of(buffers[i].upper);
+      for (std::size_t t = time.of(buffers[i].lower); t < end; ++t) {
         if (crowded[t]) {
           in_group[i] = false;
           removed = true;
@@ -187,8 +176,8 @@ std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t 
     if (buffers[i].lower >= start) {
       members.push_back(i);
     } else {
-      left_out[section_of(buffers[i].lower)] += buffers[i].size;
-      left_out[section_of(buffers[i].upper)] -= buffers[i].size;
+      left_out[time.of(buffers[i].lower)] += buffers[i].size;
+      left_out[time.of(buffers[i].upper)] -= buffers[i].size;
     }
   }
   if (members.empty()) return offsets;
@@ -228,16 +217,16 @@ std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t 
         if (spare[i] || (chosen < buffers.size() && buffers[i].upper <= buffers[chosen].upper))
           continue;
         bool fits = true;
-        const std::size_t end = section_of(buffers[i].upper);
-        for (std::size_t t = section_of(buffers[i].lower); t < end && fits; ++t) {
+        const std::size_t end = time.of(buffers[i].upper);
+        for (std::size_t t = time.of(buffers[i].lower); t < end && fits; ++t) {
           fits = spares_used[t] < spare_room[t];
         }
         if (fits) chosen = i;
       }
       if (chosen == buffers.size()) return std::vector<std::int64_t>(buffers.size(), -1);
       spare[chosen] = true;
-      const std::size_t end = section_of(buffers[chosen].upper);
-      for (std::size_t t = section_of(buffers[chosen].lower); t < end; ++t) ++spares_used[t];
+      const std::size_t end = time.of(buffers[chosen].upper);
+      for (std::size_t t = time.of(buffers[chosen].lower); t < end; ++t) ++spares_used[t];
       --in_chain_slots;
     }
   }

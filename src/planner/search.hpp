@@ -2,6 +2,7 @@
 // over canonical plans of one part (see the design comment in memkit/planner.hpp).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <unordered_set>
@@ -43,6 +44,19 @@ struct decomposition {
 inline constexpr std::size_t kBandMinBuffers = 100000;
 
 decomposition decompose(const instance& inst, bool cut_bands = false);
+
+// Time compressed to the moments where a buffer is born or dies: section k runs from
+// points[k] to points[k + 1].
+struct sections {
+  explicit sections(const instance& inst);
+  std::vector<std::int64_t> points;  // sorted, each once
+  std::size_t count() const { return points.size(); }
+  // The section starting at `time`, a moment of the instance.
+  std::size_t of(std::int64_t time) const {
+    return static_cast<std::size_t>(std::lower_bound(points.begin(), points.end(), time) -
+                                    points.begin());
+  }
+};
 
 // Best fit run as an online allocator over the schedule (each buffer placed at its
 // birth, its range free again at its death): O(n log n), the floor when best fit in
