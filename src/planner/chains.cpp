@@ -1,10 +1,11 @@
-// Chains of copies laid out in fixed slots (chain_slot_offsets in planner/search.hpp).
+// Chains of copies laid out in fixed slots (chain_slots in planner/search.hpp).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "memkit/planner.hpp"
@@ -89,12 +90,11 @@ std::vector<std::vector<std::size_t>> find_chains(const instance& inst) {
 
 }  // namespace
 
-std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t goal,
-                                             std::int64_t start, bool spares_under_goal) {
+chain_slots::chain_slots(const instance& inst, std::int64_t goal)
+    : inst_(inst), goal_(goal), time_(inst) {
   const std::vector<buffer>& buffers = inst.buffers;
-  std::vector<std::int64_t> offsets(buffers.size(), -1);
   std::vector<std::vector<std::size_t>> chains = find_chains(inst);
-  if (chains.size() < kMinChainsInGroup) return offsets;
+  if (chains.size() < kMinChainsInGroup) return;
 
   // Groups of chains whose largest buffers are of about one size; the group whose
   // slots hold the most bytes is laid out.
@@ -122,14 +122,14 @@ std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t 
     begin = end;
   }
   const std::int64_t chain_count = static_cast<std::int64_t>(group_end - group_begin);
-  if (static_cast<std::size_t>(chain_count) < kMinChainsInGroup) return offsets;
+  if (static_cast<std::size_t>(chain_count) < kMinChainsInGroup) return;
   const std::int64_t slot = largest[by_size[group_begin]];
   std::vector<bool> in_group(buffers.size(), false);
   for (std::size_t g = group_begin; g < group_end; ++g) {
     for (const std::size_t i : chains[by_size[g]]) in_group[i] = true;
   }
 
-  const sections time(inst);
+  const sections& time = time_;
   const std::vector<std::int64_t>& points = time.points;
   // A slot is as high as the group's largest buffer: where the group's buffers are
   // smaller (a cache early in a generate call, with the prompt's activations around
@@ -168,11 +168,26 @@ std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t 
       }
     }
   }
+  chain_count_ = chain_count;
+  slot_ = slot;
+  in_group_ = std::move(in_group);
+  others_ = std::move(others);
+}
+
+std::vector<std::int64_t> chain_slots::offsets(std::int64_t start, bool spares_under_goal) const {
+  const std::vector<buffer>& buffers = inst_.buffers;
+  std::vector<std::int64_t> offsets(buffers.size(), -1);
+  if (chain_count_ == 0) return offsets;
+  const sections& time = time_;
+  const std::vector<std::int64_t>& points = time.points;
+  const std::int64_t goal = goal_;
+  const std::int64_t chain_count = chain_count_;
+  const std::int64_t slot = slot_;
   // The group's buffers born before `start` are left to best fit as well.
   std::vector<std::size_t> members;
   std::vector<std::int64_t> left_out(points.size() + 1, 0);
   for (std::size_t i = 0; i < buffers.size(); ++i) {
-    if (!in_group[i]) continue;
+    if (!in_group_[i]) continue;
     if (buffers[i].lower >= start) {
       members.push_back(i);
     } else {
@@ -186,7 +201,7 @@ std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t 
   std::vector<std::int64_t> spare_room(points.size(), 0);  // spares usable per section
   for (std::size_t t = 0; t < points.size(); ++t) {
     if (t > 0) left_out[t] += left_out[t - 1];
-    const std::int64_t room = goal - others[t] - left_out[t] - chain_count * slot;
+    const std::int64_t room = goal - others_[t] - left_out[t] - chain_count * slot;
     spare_room[t] = std::clamp<std::int64_t>(room / slot, 0, kSpareSlots);
   }
 

@@ -110,10 +110,25 @@ plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan sta
 // a spare, so that at the peaks the spares are free for the large transients, which
 // best fit then lays over them. Only the group's buffers born at or after `start` are
 // placed (the layout before them is best fit's), and only those whose whole lives
-// have room for a full slot each. Returns each buffer's offset, -1 for the buffers
-// left to best fit; all -1 when there is no such group or the spares do not suffice.
-std::vector<std::int64_t> chain_slot_offsets(const instance& inst, std::int64_t goal,
-                                             std::int64_t start, bool spares_under_goal);
+// have room for a full slot each.
+class chain_slots {
+ public:
+  // Finds the group and which of its buffers have room for a slot: what does not
+  // depend on where the slots start (the planner tries many starts).
+  chain_slots(const instance& inst, std::int64_t goal);
+  // Each buffer's offset, -1 for the buffers left to best fit; all -1 when there is no
+  // such group or the spares do not suffice.
+  std::vector<std::int64_t> offsets(std::int64_t start, bool spares_under_goal) const;
+
+ private:
+  const instance& inst_;
+  std::int64_t goal_;
+  sections time_;
+  std::int64_t chain_count_ = 0;      // chains in the group; 0: no group
+  std::int64_t slot_ = 0;             // bytes of a slot: the group's largest buffer
+  std::vector<bool> in_group_;        // per buffer: it gets a slot
+  std::vector<std::int64_t> others_;  // per section: bytes live outside the slots
+};
 
 enum class search_status { found, infeasible, stopped };
 

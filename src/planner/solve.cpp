@@ -81,7 +81,7 @@ class planner_state {
   std::vector<std::unique_ptr<detail::part_search>> searches_;
 };
 
-// Where the slots of the cache chains start (detail::chain_slot_offsets) decides how
+// Where the slots of the cache chains start (detail::chain_slots) decides how
 // the buffers before them fit around them; these starts are tried, as shares of the
 // instance's time span, with the spares in either place.
 constexpr int kChainStarts = 16;
@@ -102,10 +102,11 @@ std::vector<std::int64_t> best_chain_slots(const instance& inst, std::int64_t go
   const std::vector<std::size_t> class_order = detail::size_class_sweep_order(inst);
   std::vector<std::int64_t> best_fixed;
   std::int64_t best_height = height(inst, plan_so_far);
+  const detail::chain_slots slots(inst, goal);
   for (int k = 0; k < kChainStarts && clock::now() < deadline; ++k) {
     for (const bool spares_under_goal : {false, true}) {
-      std::vector<std::int64_t> fixed = detail::chain_slot_offsets(
-          inst, goal, first + (last - first) * k / kChainStartDivisor, spares_under_goal);
+      std::vector<std::int64_t> fixed =
+          slots.offsets(first + (last - first) * k / kChainStartDivisor, spares_under_goal);
       if (std::all_of(fixed.begin(), fixed.end(), [](std::int64_t o) { return o < 0; })) {
         return best_fixed;  // no chains, or the spares do not suffice: no later start helps
       }

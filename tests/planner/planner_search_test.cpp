@@ -500,7 +500,7 @@ TEST(PlannerGreedy, ChainSlotsKeepTheSparesFreeAtThePeaks) {
   const std::int64_t goal = load(inst);
   ASSERT_EQ(goal, kChains * size + kTransient + 8);
 
-  const std::vector<std::int64_t> fixed = detail::chain_slot_offsets(inst, goal, 0, false);
+  const std::vector<std::int64_t> fixed = detail::chain_slots(inst, goal).offsets(0, false);
   for (const std::size_t i : chain_buffers) {
     ASSERT_GE(fixed[i], 0) << "buffer " << i;
     EXPECT_EQ(fixed[i] % size, 0) << "buffer " << i;  // slots as high as the largest
@@ -532,7 +532,7 @@ TEST(PlannerGreedy, ChainSlotsKeepTheSparesFreeAtThePeaks) {
   EXPECT_EQ(height(inst, p), goal);
 
   // The spares under the goal instead: the same plan height.
-  const std::vector<std::int64_t> under = detail::chain_slot_offsets(inst, goal, 0, true);
+  const std::vector<std::int64_t> under = detail::chain_slots(inst, goal).offsets(0, true);
   const plan q = detail::greedy_in_order(inst, rest, detail::clock::time_point::max(), &under);
   ASSERT_TRUE(validate(inst, q).ok);
   EXPECT_EQ(height(inst, q), goal);
@@ -540,7 +540,8 @@ TEST(PlannerGreedy, ChainSlotsKeepTheSparesFreeAtThePeaks) {
   // No chains in a random schedule: nothing fixed.
   std::mt19937 rng(5);
   const instance random = random_instance(rng, 2000, 400, 1000);
-  const std::vector<std::int64_t> none = detail::chain_slot_offsets(random, load(random), 0, false);
+  const std::vector<std::int64_t> none =
+      detail::chain_slots(random, load(random)).offsets(0, false);
   EXPECT_TRUE(std::all_of(none.begin(), none.end(), [](std::int64_t o) { return o < 0; }));
 }
 
