@@ -481,3 +481,196 @@ def embedding_bag_sparse(device, seed):
         dense.step()
         return loss.detach()
     return step
+
+
+# A third batch, added after the others and tuned on by no figure: dynamic padding,
+# sampled generation of varying length, multi-resolution transformers, graphs of
+# varying size, encoder-decoder training, long-context training of varying length,
+# dense concatenation, diffusion-style sampling, and a side stream that prefetches.
+
+
+@loop("roberta_cls_dynpad", "RoBERTa-base classification fine-tuning, batch 32, length drawn "
+      "from 32..256 each step with a padding mask (dynamic padding), bf16 autocast, AdamW")
+def roberta_cls(device, seed):
+    from transformers import RobertaConfig, RobertaForSequenceClassification
+    config = RobertaConfig(num_labels=4, max_position_embeddings=514)
+    model = RobertaForSequenceClassification(config).to(device)
+    model.train()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        length = rng.randint(32, 256)
+        tokens = torch.randint(3, config.vocab_size, (32, length), device=device, generator=g)
+        kept = torch.randint(length // 2, length + 1, (32, 1), device=device, generator=g)
+        mask = (torch.arange(length, device=device)[None, :] < kept).long()
+        labels = torch.randint(0, 4, (32,), device=device, generator=g)
+        return model(input_ids=tokens, attention_mask=mask, labels=labels).loss
+    return _train_step(model, _adamw(model), forward, bf16=True)
+
+
+@loop("opt_sample_varlen", "OPT-125M-style decoder in bf16, sampled generation (top-k 50) of "
+      "16..128 new tokens after a prompt of 16..128 tokens, batch drawn from 1..8 each step")
+def opt_sample(device, seed):
+    from transformers import OPTConfig, OPTForCausalLM
+    config = OPTConfig()
+    model = OPTForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        batch, length, new = rng.randint(1, 8), rng.randint(16, 128), rng.randint(16, 128)
+        prompt = torch.randint(4, config.vocab_size, (batch, length), device=device, generator=g)
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=True,
+                             top_k=50, max_new_tokens=new, min_new_tokens=new,
+                             pad_token_id=config.pad_token_id)
+        return out.sum().float()
+    return step
+
+
+@loop("vit_s_multires_bf16", "timm ViT-S/16 with dynamic image size, batch 64, resolution drawn "
+      "from 128, 160, 192, 224, 256 px each step, bf16 autocast, AdamW")
+def vit_s_multires(device, seed):
+    import timm
+    model = timm.create_model("vit_small_patch16_224", pretrained=False,
+                              dynamic_img_size=True).to(device)
+    optimizer = _adamw(model)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        size = rng.choice((128, 160, 192, 224, 256))
+        x = torch.randn(64, 3, size, size, device=device, generator=g)
+        y = torch.randint(0, 1000, (64,), device=device, generator=g)
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward, bf16=True)
+
+
+class _GraphNet(torch.nn.Module):
+    """Mean-aggregation message passing (index_add over edges), three layers."""
+
+    def __init__(self, features=128, hidden=256, layers=3, classes=16):
+        super().__init__()
+        nn = torch.nn
+        self.embed = nn.Linear(features, hidden)
+        self.layers = nn.ModuleList(nn.Linear(2 * hidden, hidden) for _ in range(layers))
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x, src, dst):
+        h = torch.relu(self.embed(x))
+        ones = torch.ones(dst.shape[0], device=x.device)
+        degree = torch.zeros(x.shape[0], device=x.device).index_add_(0, dst, ones).clamp_(min=1)
+        for layer in self.layers:
+            message = torch.zeros_like(h).index_add_(0, dst, h[src]) / degree[:, None]
+            h = torch.relu(layer(torch.cat([h, message], dim=1)))
+        return self.head(h)
+
+
+@loop("gnn_varsize", "graph network (3 mean-aggregation layers, 256 wide) on a random graph "
+      "of 20k..100k nodes and 8 edges a node each step, fp32, AdamW")
+def gnn_varsize(device, seed):
+    model = _GraphNet().to(device)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        nodes = rng.randint(20_000, 100_000)
+        x = torch.randn(nodes, 128, device=device, generator=g)
+        src = torch.randint(0, nodes, (8 * nodes,), device=device, generator=g)
+        dst = torch.randint(0, nodes, (8 * nodes,), device=device, generator=g)
+        y = torch.randint(0, 16, (nodes,), device=device, generator=g)
+        return torch.nn.functional.cross_entropy(model(x, src, dst), y)
+    return _train_step(model, _adamw(model), forward)
+
+
+@loop("bart_train_varlen", "BART-base-style encoder-decoder training, batch 8, source of "
+      "64..512 and target of 16..128 tokens drawn each step, bf16 autocast, AdamW")
+def bart_train(device, seed):
+    from transformers import BartConfig, BartForConditionalGeneration
+    config = BartConfig(d_model=768, encoder_layers=6, decoder_layers=6,
+                        encoder_attention_heads=12, decoder_attention_heads=12,
+                        encoder_ffn_dim=3072, decoder_ffn_dim=3072)
+    model = BartForConditionalGeneration(config).to(device)
+    model.train()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        source = torch.randint(3, config.vocab_size, (8, rng.randint(64, 512)), device=device,
+                               generator=g)
+        target = torch.randint(3, config.vocab_size, (8, rng.randint(16, 128)), device=device,
+                               generator=g)
+        return model(input_ids=source, labels=target).loss
+    return _train_step(model, _adamw(model), forward, bf16=True)
+
+
+@loop("llama_train_varlen", "Llama-style decoder (8 layers, 1024 wide, GQA) without "
+      "checkpointing, batch 4, length drawn from 256..2048 each step, bf16 autocast, AdamW")
+def llama_train_varlen(device, seed):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                         num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
+                         max_position_embeddings=2048)
+    model = LlamaForCausalLM(config).to(device)
+    model.config.use_cache = False
+    model.train()
+    rng = random.Random(seed)
+    return _causal_lm_step(model, _adamw(model), config.vocab_size, 4,
+                           lambda: rng.randint(256, 2048), device, seed)
+
+
+@loop("densenet121_bf16", "torchvision DenseNet-121 (a concatenation per layer), batch 64 at "
+      "224 px, bf16 autocast, SGD")
+def densenet121(device, seed):
+    import torchvision
+    model = torchvision.models.densenet121(weights=None).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    return _classifier_step(model, optimizer, device, seed, bf16=True)
+
+
+@loop("unet_sampling_varbatch", "diffusion-style sampling: the U-Net-style net in bf16, 20 "
+      "denoising passes a step on a batch drawn from 1..4 at 256 px, no_grad")
+def unet_sampling(device, seed):
+    model = _UNet().to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        x = torch.randn(rng.randint(1, 4), 3, 256, 256, device=device, generator=g,
+                        dtype=torch.bfloat16)
+        for _ in range(20):
+            x = x - 0.05 * model(x)
+        return x.float().mean()
+    return step
+
+
+@loop("resnet50_prefetch", "torchvision ResNet-50, batch 64 at 224 px, channels_last, bf16 "
+      "autocast, SGD; the next batch made on a side stream during each step (record_stream)")
+def resnet50_prefetch(device, seed):
+    import torchvision
+    model = torchvision.models.resnet50(weights=None).to(device)
+    model = model.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    side = torch.cuda.Stream(device=device)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def make_batch():
+        with torch.cuda.stream(side):
+            x = torch.randn(64, 3, 224, 224, device=device, generator=g)
+            x = x.contiguous(memory_format=torch.channels_last)
+            y = torch.randint(0, 1000, (64,), device=device, generator=g)
+        return x, y
+    pending = [make_batch()]
+
+    def forward():
+        torch.cuda.current_stream(device).wait_stream(side)
+        x, y = pending.pop()
+        x.record_stream(torch.cuda.current_stream(device))
+        y.record_stream(torch.cuda.current_stream(device))
+        pending.append(make_batch())
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward, bf16=True)
