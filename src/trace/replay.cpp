@@ -65,6 +65,10 @@ struct replay_setup {
   std::uint32_t lag = 0;       // events after which an event's work completes (the most, seeded)
   bool seeded = false;         // each event's lag drawn from [0, lag]
   std::mt19937_64 lags;
+  // Per queue, the events that submitted its work, in order: work completes `lag`
+  // events after it was issued, counted over every queue (a side stream with little
+  // work still completes it in time).
+  std::vector<std::vector<std::uint64_t>> submitted_at;
   std::unique_ptr<allocator> memory;
   std::vector<queue_id> queue_of_stream;
 };
@@ -148,10 +152,18 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
         memory.free(addresses[e.block]);
       }
       if (setup.sim) {
-        const std::uint64_t work = setup.sim->submit(queue);
+        setup.sim->submit(queue);
+        if (setup.submitted_at.size() <= queue) setup.submitted_at.resize(queue + 1);
+        setup.submitted_at[queue].push_back(index);
         const std::uint64_t lag =
             setup.seeded ? setup.lags() % (std::uint64_t{setup.lag} + 1) : setup.lag;
-        if (work > lag) setup.sim->complete(queue, work - lag);
+        if (index >= lag) {
+          for (queue_id q = 0; q < setup.submitted_at.size(); ++q) {
+            const std::vector<std::uint64_t>& at = setup.submitted_at[q];
+            const auto done = std::upper_bound(at.begin(), at.end(), index - lag) - at.begin();
+            if (done > 0) setup.sim->complete(q, static_cast<std::uint64_t>(done));
+          }
+        }
       }
       after_event(index);
     }

@@ -35,6 +35,25 @@ trace_data synthetic_trace(std::uint32_t seed, int allocations) {
   return parse(text, "synthetic.csv");
 }
 
+// The device lag counts events over every stream: a side stream's little work completes
+// `lag` events after it was issued, as on a device, not after `lag` more of its own.
+TEST(trace_replay, device_lag_counts_the_events_of_every_stream) {
+  std::string text = "a,0,33554432,1\nf,0\n";  // 16 pages on a side stream, freed
+  for (int k = 1; k <= 20; ++k) text += "a," + std::to_string(k) + ",4096,0\n";
+  text += "a,100,33554432,0\n";  // the same size on the main stream
+  const trace_data trace = parse(text, "side.csv");
+  replay_options soon;
+  soon.device_lag = 8;
+  replay_options late;
+  late.device_lag = 1000;
+  const replay_result reused = replay(trace, soon);
+  const replay_result grown = replay(trace, late);
+  ASSERT_TRUE(reused.completed && grown.completed);
+  EXPECT_LT(reused.peak_reserved_bytes, 40 * kMiB)
+      << "the side stream's free completed 8 events later: its pages serve the main stream";
+  EXPECT_GE(grown.peak_reserved_bytes, 64 * kMiB) << "still in flight: new pages";
+}
+
 TEST(trace_replay, peak_live_of_a_small_trace) {
   const trace_data trace =
       parse("a,0,1000,0\na,1,3000,0\nf,0\na,2,500,1\nf,1\na,3,100,0\n", "small.csv");
