@@ -249,7 +249,9 @@ void arena::make_region(queue_id queue) {
   region->pool.set_index_by_address(true);
   region->pool.add_free_segment(base_ + start, bytes);
   region->pool.set_page_size(page_size_);
-  region->pool.set_merge_by_queue(only_one_queue_);
+  // Only the plan's queue takes blocks from a region (loop_plan::get_plan_queue):
+  // its free blocks merge whatever their fence state, as in a one-queue range.
+  region->pool.set_merge_by_queue(true);
   region->pool.set_keep_top_apart(false);
   regions_.push_back(std::move(region));
 }
@@ -297,18 +299,17 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
   } else if (only_one_queue_ && queue != sole_queue_) {
     only_one_queue_ = false;
     range_.set_merge_by_queue(false);
-    for (auto& region : regions_) region->pool.set_merge_by_queue(false);
   }
   if (!note.noted && plan_loops_) {
     note.noted = true;
-    note.serial = loop_.on_request(size);
+    note.serial = loop_.on_request(size, queue);
     note.offset = loop_.get_offset();
     if (!regions_.empty() && !is_current(*regions_.front())) retire_empty_regions();
     if (loop_.is_at_start()) {
       // A plan is worth its region only where online placement keeps moving pages:
       // elsewhere the switch would move them once for nothing.
       if (loop_.get_region_bytes() > 0 && !loop_.is_region_ready() && moves_ > moves_at_start_)
-        make_region(queue);
+        make_region(loop_.get_plan_queue());
       moves_at_start_ = moves_;
     }
   }

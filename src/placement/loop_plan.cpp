@@ -7,7 +7,7 @@
 
 namespace memkit::placement {
 
-std::uint64_t loop_plan::on_request(std::size_t size) {
+std::uint64_t loop_plan::on_request(std::size_t size, queue_id queue) {
   const std::uint64_t serial = next_serial_++;
   ++time_;
   offset_ = kNone;
@@ -25,28 +25,28 @@ std::uint64_t loop_plan::on_request(std::size_t size) {
     }
   }
   const bool recording = is_recording(serial);
-  if (recording) history_.push_back({size, time_, kNone});
+  if (recording) history_.push_back({size, time_, kNone, queue});
   switch (phase_) {
     case phase::learning:
       break;
     case phase::waiting:
     case phase::following:
       if (relearn_) {  // blocks outlived the plan widely (see unplan)
-        restart(serial, size, 0);
+        restart(serial, size, queue, 0);
         break;
       }
       position_ = position_ + 1 == sizes_.size() ? 0 : position_ + 1;
-      if (sizes_[position_] != size) {
-        lose(serial, size);
+      if (sizes_[position_] != size || queues_[position_] != queue) {
+        lose(serial, size, queue);
         break;
       }
       if (position_ == 0) ++cycles_;
       follow();
       break;
     case phase::lost:
-      if (sizes_[0] != size) {
+      if (sizes_[0] != size || queues_[0] != queue) {
         // Lost for long, and no loop found since: learn afresh, for as long as it takes.
-        if (!is_recording(serial)) restart(serial, size, 0);
+        if (!is_recording(serial)) restart(serial, size, queue, 0);
         break;
       }
       position_ = 0;  // a request like the loop's first: follow it again from there
@@ -81,20 +81,20 @@ void loop_plan::follow() {
   if (phase_ == phase::following) offset_ = offsets_[position_];
 }
 
-void loop_plan::lose(std::uint64_t serial, std::size_t size) {
+void loop_plan::lose(std::uint64_t serial, std::size_t size, queue_id queue) {
   ++losses_;
   synced_serial_ = kNone;
   // A plan lost before its region was asked for was a repetition inside the loop
   // (a stack of equal layers, say): learn again, looking for a longer one.
   if (region_bytes_ == 0) {
-    restart(serial, size, sizes_.size() + 1);
+    restart(serial, size, queue, sizes_.size() + 1);
     return;
   }
   phase_ = phase::lost;
   if (!is_recording(serial)) {
     // Look for a longer loop around this one from here on (see is_recording).
     history_.clear();
-    history_.push_back({size, time_, kNone});
+    history_.push_back({size, time_, kNone, queue});
     first_serial_ = serial;
     forget_windows();
   }
@@ -118,7 +118,8 @@ void loop_plan::unplan(std::uint64_t serial) {
   }
 }
 
-void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_period) {
+void loop_plan::restart(std::uint64_t serial, std::size_t size, queue_id queue,
+                        std::size_t min_period) {
   min_period_ = std::max(min_period, kMinPeriod);
   learning_since_ = serial;
   synced_serial_ = kNone;
@@ -127,12 +128,13 @@ void loop_plan::restart(std::uint64_t serial, std::size_t size, std::size_t min_
   declined_ = 0;
   sizes_.clear();
   offsets_.clear();
+  queues_.clear();
   region_bytes_ = 0;
   region_ready_ = false;
   cycles_ = 0;
   if (!is_recording(serial)) {
     history_.clear();
-    history_.push_back({size, time_, kNone});
+    history_.push_back({size, time_, kNone, queue});
     forget_windows();
     first_serial_ = serial;
   }
@@ -275,7 +277,7 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   for (std::size_t k = 0; k < period; ++k) {
     const request& a = at(first + k);
     const request& b = at(first + period + k);
-    if (a.size != b.size) return false;
+    if (a.size != b.size || a.queue != b.queue) return false;
     if (b.freed == kNone) continue;
     ++compared;
     differing += a.freed == kNone || a.freed - a.allocated != b.freed - b.allocated;
@@ -329,6 +331,19 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
       best_cut = k;
     }
   }
+  // The queue whose blocks are planned: the one with the most bytes.
+  std::vector<std::pair<queue_id, std::uint64_t>> queue_bytes;
+  for (std::size_t k = 0; k < period; ++k) {
+    const request& r = at(first + k);
+    auto it = std::find_if(queue_bytes.begin(), queue_bytes.end(),
+                           [&](const auto& q) { return q.first == r.queue; });
+    if (it == queue_bytes.end()) it = queue_bytes.insert(queue_bytes.end(), {r.queue, 0});
+    it->second += r.size;
+  }
+  const queue_id plan_queue =
+      std::max_element(queue_bytes.begin(), queue_bytes.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
   // The planned blocks: lifetimes within one repetition starting at the cut.
   planner::instance inst;
   std::vector<std::size_t> planned_at;  // position of each buffer of inst
@@ -337,6 +352,7 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
     if (life[k] == kNone) continue;
     const std::uint64_t lower = (begin[k] + span - begin[best_cut]) % span;
     if (lower + life[k] > span) continue;  // crosses the cut
+    if (at(first + k).queue != plan_queue) continue;
     inst.buffers.push_back({static_cast<std::int64_t>(p), static_cast<std::int64_t>(lower),
                             static_cast<std::int64_t>(lower + life[k]),
                             static_cast<std::int64_t>(at(first + k).size)});
@@ -371,7 +387,12 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   }
   sizes_.assign(period, 0);
   offsets_.assign(period, kNone);
-  for (std::size_t p = 0; p < period; ++p) sizes_[p] = at(first + (best_cut + p) % period).size;
+  queues_.assign(period, 0);
+  for (std::size_t p = 0; p < period; ++p) {
+    sizes_[p] = at(first + (best_cut + p) % period).size;
+    queues_[p] = at(first + (best_cut + p) % period).queue;
+  }
+  plan_queue_ = plan_queue;
   for (std::size_t b = 0; b < planned_at.size(); ++b) {
     offsets_[planned_at[b]] = static_cast<std::uint64_t>(plan.offsets[b]);
   }

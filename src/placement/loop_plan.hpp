@@ -43,6 +43,8 @@
 #include <memory>
 #include <vector>
 
+#include "memkit/types.hpp"
+
 namespace memkit::placement {
 
 class loop_plan {
@@ -75,15 +77,19 @@ class loop_plan {
 
   enum class phase { learning, waiting, following, lost };
 
-  // A request of `size` bytes (the arena's, rounded). Returns its serial, which the
-  // caller passes to on_free; get_offset() then says where the plan puts it.
-  std::uint64_t on_request(std::size_t size);
+  // A request of `size` bytes (the arena's, rounded) on `queue`. Returns its serial,
+  // which the caller passes to on_free; get_offset() then says where the plan puts it.
+  std::uint64_t on_request(std::size_t size, queue_id queue = 0);
   void on_free(std::uint64_t serial);
   // Where the last request goes: an offset in the plan's region, or kNone (online).
   std::uint64_t get_offset() const { return offset_; }
   // The region the plan needs (bytes, 0 before a plan exists); made once by the
   // caller, which then calls set_region_ready().
   std::uint64_t get_region_bytes() const { return region_bytes_; }
+  // The queue of the planned blocks: the one that carries most of the repetition's
+  // bytes. Blocks of other queues are placed online, since a place one queue freed
+  // is reusable on another only once that queue's work completed.
+  queue_id get_plan_queue() const { return plan_queue_; }
   void set_region_ready() { region_ready_ = true; }
   bool is_region_ready() const { return region_ready_; }
   // A planned request the caller could not place at its offset (still in use).
@@ -114,6 +120,7 @@ class loop_plan {
     std::uint64_t size;
     std::uint64_t allocated;  // event time
     std::uint64_t freed;      // event time; kNone while live
+    queue_id queue;
   };
   // Requests in arrival order, at most kSlots (the caller forgets the older half
   // once it holds that many), in a ring of chunks made as needed: forgetting moves
@@ -175,7 +182,7 @@ class loop_plan {
     std::size_t count_ = 0;
   };
   void learn(std::uint64_t serial);
-  void lose(std::uint64_t serial, std::size_t size);
+  void lose(std::uint64_t serial, std::size_t size, queue_id queue);
   void follow();  // the plan matched the last request: its offset, its region
   // Whether requests are kept for learning: always while learning, and under a plan
   // for kMaxHistory requests after it was lost.
@@ -184,7 +191,7 @@ class loop_plan {
   }
 
   // Back to learning from this request, for periods of at least min_period.
-  void restart(std::uint64_t serial, std::size_t size, std::size_t min_period);
+  void restart(std::uint64_t serial, std::size_t size, queue_id queue, std::size_t min_period);
   bool try_plan(std::uint64_t serial, std::size_t period);
   const request& at(std::uint64_t serial) const { return history_[serial - first_serial_]; }
 
@@ -227,6 +234,8 @@ class loop_plan {
   // The plan.
   phase phase_ = phase::learning;
   std::vector<std::uint64_t> sizes_;    // per position of the loop
+  std::vector<queue_id> queues_;        // per position: the request's queue
+  queue_id plan_queue_ = 0;             // see get_plan_queue
   std::vector<std::uint64_t> offsets_;  // per position: offset in the region, or kNone
   std::uint64_t planned_height_ = 0;    // height of the plan
   std::uint64_t region_bytes_ = 0;      // the region asked for: the height, once the plan held

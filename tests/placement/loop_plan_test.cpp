@@ -22,6 +22,7 @@ constexpr std::size_t kForever = ~std::size_t{0};
 struct block {
   std::size_t size;
   std::size_t life;  // requests made after its own before it is freed; kForever: never
+  queue_id queue = 0;
 };
 
 // Makes the requests of each step and frees each block `life` requests later; makes the
@@ -33,7 +34,7 @@ class program {
     std::vector<std::uint64_t> offsets;
     serials.clear();
     for (const block& b : blocks) {
-      const std::uint64_t serial = plan.on_request(b.size);
+      const std::uint64_t serial = plan.on_request(b.size, b.queue);
       serials.push_back(serial);
       if (plan.get_region_bytes() > 0 && !plan.is_region_ready()) {
         plan.set_region_ready();
@@ -185,6 +186,43 @@ TEST(loop_plan, blocks_outliving_the_step_are_left_online) {
     EXPECT_EQ(last[k] == kNone, k == 30 || k == 5 || k == 12) << "request " << k;
   }
   EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, blocks_of_other_queues_than_the_busiest_are_left_online) {
+  // A side queue's blocks (a prefetched batch, say): a place one queue freed is
+  // reusable on another only once that queue's work completed, so they go online.
+  std::vector<block> step = varied_step();
+  step[0] = {std::size_t{64} << 20, 39};  // live all step: the cut goes between steps
+  for (std::size_t k : {3, 17, 25}) step[k].queue = 1;
+  program p;
+  const std::vector<std::uint64_t> last = p.steps(step, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_plan_queue(), 0u);
+  for (std::size_t k = 0; k < step.size(); ++k) {
+    EXPECT_EQ(last[k] == kNone, step[k].queue != 0) << "request " << k;
+  }
+  EXPECT_EQ(p.conflicts, 0u);
+  // The busiest queue is planned, whichever it is.
+  for (block& b : step) b.queue = b.queue == 0 ? 2 : 0;
+  program q;
+  const std::vector<std::uint64_t> swapped = q.steps(step, 40);
+  ASSERT_EQ(q.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(q.plan.get_plan_queue(), 2u);
+  for (std::size_t k = 0; k < step.size(); ++k) {
+    EXPECT_EQ(swapped[k] == kNone, step[k].queue != 2) << "request " << k;
+  }
+}
+
+TEST(loop_plan, a_request_on_another_queue_loses_the_loop) {
+  std::vector<block> step = varied_step();
+  step[0] = {std::size_t{64} << 20, 39};
+  program p;
+  p.steps(step, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  std::vector<block> moved = step;
+  moved[20].queue = 1;  // same sizes, another queue
+  p.step(moved);
+  EXPECT_EQ(p.plan.get_losses(), 1u);
 }
 
 TEST(loop_plan, a_different_size_loses_the_loop_until_it_comes_back) {
