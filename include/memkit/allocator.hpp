@@ -51,11 +51,18 @@
 //             a pool over a placeholder block of the range, made at the loop's cut
 //             and only where online placement moved pages the repetition before:
 //               no two planned blocks live at once overlap;
-//               LOAD <= region <= 1.01 LOAD
+//               LOAD <= plan height <= 1.01 LOAD <= region
 //             a planned place still in use, or a request off the plan, is placed
 //             online; the planned blocks found holding it outlived their plan and
 //             are placed online from then on (past 1% of LOAD, the loop is learned
 //             again). The steady state then touches the same pages every step.
+//             Only the blocks of the queue with most of the loop's bytes are
+//             planned (a place one queue freed serves another only after a fence).
+//             A plan that needed its region is kept when another replaces it (up
+//             to 8: a loop of a few shapes, say batch sizes drawn per step) and
+//             comes back when its first requests do; the next plan takes the last
+//             region when that is empty and high enough (regions are as high as
+//             the highest plan kept), so that shapes share their pages.
 //   fences    a block freed on queue q is reusable at once on q; on another
 //             queue once a fence recorded on q after the free completes
 //             (allocator/fences.hpp: the safe serial and fences of each queue).

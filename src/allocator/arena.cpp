@@ -235,19 +235,30 @@ void arena::merge_unmerged() {
 
 void arena::make_region(queue_id queue) {
   const std::size_t bytes = common::round_up(loop_.get_region_bytes(), page_size_);
+  // The last region, empty and large enough, serves the next plan: its pages are
+  // mapped where that plan's blocks go (plans of one loop's shapes overlap most).
+  if (!regions_.empty() && is_empty(*regions_.back()) &&
+      regions_.back()->pool.get_segments().front()->size >= bytes) {
+    loop_.set_region_ready();
+    return;
+  }
+  // As high as the highest plan kept, so that each can use it in turn: addresses
+  // cost nothing, and pages are mapped only under live blocks.
+  const std::size_t span =
+      std::max(bytes, common::round_up(loop_.calculate_highest_plan(), page_size_));
   // Page-aligned, so that the plan's blocks share pages only with each other.
   // It is made at the loop's cut, where the blocks of the repetition before have
   // gone: where their pages are most mapped, few need to move.
   queue_id previous = 0;
-  block* place = take_most_mapped(bytes + page_size_, queue, &previous);
-  if (!place) place = range_.take(bytes + page_size_, queue);
+  block* place = take_most_mapped(span + page_size_, queue, &previous);
+  if (!place) place = range_.take(span + page_size_, queue);
   if (!place) return;  // no addresses: the loop stays online
   loop_.set_region_ready();
   auto region = std::make_unique<plan_region>(fences_.get_safe_serials());
   region->placeholder = place;
   const std::size_t start = common::round_up(place->offset, page_size_);
   region->pool.set_index_by_address(true);
-  region->pool.add_free_segment(base_ + start, bytes);
+  region->pool.add_free_segment(base_ + start, span);
   region->pool.set_page_size(page_size_);
   // Only the plan's queue takes blocks from a region (loop_plan::get_plan_queue):
   // its free blocks merge whatever their fence state, as in a one-queue range.
@@ -256,15 +267,19 @@ void arena::make_region(queue_id queue) {
   regions_.push_back(std::move(region));
 }
 
+bool arena::is_empty(const plan_region& region) const {
+  const pools::segment* s = region.pool.get_segments().front();
+  bool empty = s->live_blocks == 0;
+  for (const block* b = s->first; empty && b; b = static_cast<const block*>(b->next_range))
+    empty = !b->deferred;
+  return empty;
+}
+
 void arena::retire_empty_regions() {
   if (!only_one_queue_) return;
   for (std::size_t k = 0; k < regions_.size();) {
     plan_region& region = *regions_[k];
-    const pools::segment* s = region.pool.get_segments().front();
-    bool empty = !is_current(region) && s->live_blocks == 0;
-    for (const block* b = s->first; empty && b; b = static_cast<const block*>(b->next_range))
-      empty = !b->deferred;
-    if (!empty) {
+    if (is_current(region) || !is_empty(region)) {
       ++k;
       continue;
     }
@@ -303,15 +318,18 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
   if (!note.noted && plan_loops_) {
     note.noted = true;
     note.serial = loop_.on_request(size, queue);
-    note.offset = loop_.get_offset();
-    if (!regions_.empty() && !is_current(*regions_.front())) retire_empty_regions();
+    // A plan is worth its region only where online placement keeps moving pages:
+    // elsewhere the switch would move them once for nothing. It is made at the
+    // loop's cut, or at once for a plan brought back (it needed its region before).
+    const bool wants_region = loop_.get_region_bytes() > 0 && !loop_.is_region_ready();
+    if (wants_region && loop_.is_revived()) make_region(loop_.get_plan_queue());
     if (loop_.is_at_start()) {
-      // A plan is worth its region only where online placement keeps moving pages:
-      // elsewhere the switch would move them once for nothing.
-      if (loop_.get_region_bytes() > 0 && !loop_.is_region_ready() && moves_ > moves_at_start_)
+      if (wants_region && !loop_.is_revived() && moves_ > moves_at_start_)
         make_region(loop_.get_plan_queue());
       moves_at_start_ = moves_;
     }
+    if (!regions_.empty() && !is_current(*regions_.front())) retire_empty_regions();
+    note.offset = loop_.get_offset();  // from this request on once the region is made
   }
   block* b = nullptr;
   if (note.offset != placement::loop_plan::kNone) {

@@ -159,7 +159,11 @@ class arena {
     pools::block* placeholder = nullptr;  // its place in the range
     pools::segment_pool pool;             // the planned blocks, at the plan's offsets
   };
+  // Makes the plan's region, or lends it the last one when that is empty and large
+  // enough.
   void make_region(queue_id queue);
+  // No block of the region is live or waits on a fence.
+  bool is_empty(const plan_region& region) const;
   // Gives back to the range the placeholders of regions no plan uses any more
   // whose blocks have all gone (while one queue uses the arena: then their
   // addresses are reusable at once on it).

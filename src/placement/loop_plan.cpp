@@ -28,6 +28,7 @@ std::uint64_t loop_plan::on_request(std::size_t size, queue_id queue) {
   if (recording) history_.push_back({size, time_, kNone, queue});
   switch (phase_) {
     case phase::learning:
+      revive(serial);
       break;
     case phase::waiting:
     case phase::following:
@@ -45,6 +46,7 @@ std::uint64_t loop_plan::on_request(std::size_t size, queue_id queue) {
       break;
     case phase::lost:
       if (sizes_[0] != size || queues_[0] != queue) {
+        if (revive(serial)) break;
         // Lost for long, and no loop found since: learn afresh, for as long as it takes.
         if (!is_recording(serial)) restart(serial, size, queue, 0);
         break;
@@ -70,6 +72,64 @@ std::uint64_t loop_plan::on_request(std::size_t size, queue_id queue) {
     forget_windows();
   }
   return serial;
+}
+
+void loop_plan::set_region_ready() {
+  region_ready_ = true;
+  // A plan brought back follows at once, from where it is in its repetition (the
+  // region is fresh: every planned place is free).
+  if (revived_ && phase_ == phase::waiting) {
+    phase_ = phase::following;
+    offset_ = offsets_[position_];
+  }
+}
+
+void loop_plan::store_current() {
+  if ((region_bytes_ == 0 && !revived_) || relearn_) return;  // never needed a region
+  if (stored_.size() == kStoredPlans) stored_.erase(stored_.begin());
+  stored_.push_back({std::move(sizes_), std::move(queues_), std::move(offsets_), planned_height_,
+                     load_, plan_queue_});
+  region_bytes_ = 0;
+}
+
+bool loop_plan::revive(std::uint64_t serial) {
+  if (stored_.empty() || !is_recording(serial)) return false;
+  const std::size_t n = history_.size();
+  for (auto it = stored_.rbegin(); it != stored_.rend(); ++it) {
+    // The last k requests are the plan's first k.
+    const std::size_t k = std::min(kRevivalMatch, it->sizes.size());
+    bool match = n >= k;
+    for (std::size_t j = 0; j < k && match; ++j) {
+      const request& r = history_[n - k + j];
+      match = r.size == it->sizes[j] && r.queue == it->queues[j];
+    }
+    if (!match) continue;
+    stored_plan revived = std::move(*it);
+    stored_.erase(std::next(it).base());
+    store_current();
+    sizes_ = std::move(revived.sizes);
+    queues_ = std::move(revived.queues);
+    offsets_ = std::move(revived.offsets);
+    planned_height_ = revived.height;
+    load_ = revived.load;
+    plan_queue_ = revived.queue;
+    region_bytes_ = planned_height_;  // it held before: its region at once
+    region_ready_ = false;
+    revived_ = true;
+    ++revivals_;
+    cycles_ = 0;
+    unplanned_bytes_ = 0;
+    relearn_ = false;
+    declined_ = 0;
+    position_ = k - 1;
+    synced_serial_ = serial;
+    synced_position_ = position_;
+    record_until_ = 0;
+    phase_ = phase::waiting;
+    follow();
+    return true;
+  }
+  return false;
 }
 
 void loop_plan::follow() {
@@ -120,8 +180,10 @@ void loop_plan::unplan(std::uint64_t serial) {
 
 void loop_plan::restart(std::uint64_t serial, std::size_t size, queue_id queue,
                         std::size_t min_period) {
+  store_current();
   min_period_ = std::max(min_period, kMinPeriod);
   learning_since_ = serial;
+  revived_ = false;
   synced_serial_ = kNone;
   unplanned_bytes_ = 0;
   relearn_ = false;
@@ -245,12 +307,11 @@ void loop_plan::learn(std::uint64_t serial) {
   }
   const std::uint64_t period = lowest->serial - previous;
   // Under a plan, only a longer loop around it; once it is lost, any other loop (its
-  // own is found again by its first request).
+  // own is found again by its first request, before two copies of it are seen).
   const std::size_t min_period = phase_ == phase::learning || phase_ == phase::lost
                                      ? min_period_
                                      : std::max(min_period_, sizes_.size() + 1);
   if (period < min_period || 2 * period > serial + 1 - first_serial_) return;
-  if (phase_ == phase::lost && period == sizes_.size()) return;
   // A period that failed is tried again only after an eighth of it (twice that each
   // time it fails again); one whose plan was too high, after kDeclinedRepetitions
   // (lifetimes may settle by then).
@@ -268,8 +329,9 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   ++checks_;
   // Two copies of the repetition: A = [first, first + period), B right after it.
   const std::uint64_t first = last + 1 - 2 * period;
-  // A plan is replaced only by a loop around it that it failed to follow.
-  if (phase_ != phase::learning && lost_at_ < first) return false;
+  // Under a plan, only by a loop around it that it failed to follow; once lost, by
+  // any loop (the lost plan is stored, if it needed a region).
+  if ((phase_ == phase::waiting || phase_ == phase::following) && lost_at_ < first) return false;
   // Sizes that repeat while lifetimes do not (requests of a fixed list of sizes freed
   // at random) make no loop: most blocks of copy A must live as long as their twins
   // in copy B (those B still holds are not compared). Cheap, before the sort below.
@@ -385,6 +447,8 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
     declined_until_ = last + kDeclinedRepetitions * period;
     return false;
   }
+  if (phase_ != phase::learning) store_current();
+  revived_ = false;
   sizes_.assign(period, 0);
   offsets_.assign(period, kNone);
   queues_.assign(period, 0);

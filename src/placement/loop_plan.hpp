@@ -34,9 +34,16 @@
 //              unused), the loop is learned afresh, from its lifetimes now. Learning goes
 //              on for kMaxHistory requests after each loss: a longer loop found
 //              around the plan, which the plan failed to follow within it (the
-//              plan was one of its layers), replaces it.
+//              plan was one of its layers), replaces it; once lost, any other loop
+//              does.
+//   stored     a plan that needed its region (a loop of one shape among a few:
+//              batch sizes or resolutions drawn per step, say) is kept when another
+//              replaces it, up to kStoredPlans, least recently used out: once the
+//              last kRevivalMatch requests are its first ones, it is brought back,
+//              asks for its region at once and follows from there.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -74,6 +81,8 @@ class loop_plan {
   static constexpr double kMaxCrossing = 0.25;   // of the repetition's load, live across its cut
   static constexpr double kMaxUnplanned = 0.01;  // of the plan's load, then it is learned again
   static constexpr std::uint64_t kMaxRelearnSearches = 4;  // relearns that may search again
+  static constexpr std::size_t kStoredPlans = 8;           // plans kept for their loop's return
+  static constexpr std::size_t kRevivalMatch = 4;  // its first requests bring a stored plan back
 
   enum class phase { learning, waiting, following, lost };
 
@@ -90,7 +99,8 @@ class loop_plan {
   // bytes. Blocks of other queues are placed online, since a place one queue freed
   // is reusable on another only once that queue's work completed.
   queue_id get_plan_queue() const { return plan_queue_; }
-  void set_region_ready() { region_ready_ = true; }
+  // The region exists: a plan waiting at its first position follows from this request.
+  void set_region_ready();
   bool is_region_ready() const { return region_ready_; }
   // A planned request the caller could not place at its offset (still in use).
   void on_missed() { ++missed_; }
@@ -110,6 +120,16 @@ class loop_plan {
   std::uint64_t get_losses() const { return losses_; }
   std::uint64_t get_checks() const { return checks_; }        // periods checked (try_plan calls)
   std::uint64_t get_unplanned() const { return unplanned_; }  // positions unplanned
+  std::uint64_t get_revivals() const { return revivals_; }    // stored plans brought back
+  // The plan was stored and brought back: it needed its region before, so the
+  // region is made as soon as it is asked for, not at the cut.
+  bool is_revived() const { return revived_; }
+  // The height of the highest plan, current or stored.
+  std::uint64_t calculate_highest_plan() const {
+    std::uint64_t highest = sizes_.empty() ? 0 : planned_height_;
+    for (const stored_plan& p : stored_) highest = std::max(highest, p.height);
+    return highest;
+  }
   // The last request found learning at rest (see kRestAfter).
   bool is_resting() const {
     return phase_ == phase::learning && resting_until_ > 0 && next_serial_ <= resting_until_;
@@ -193,6 +213,20 @@ class loop_plan {
   // Back to learning from this request, for periods of at least min_period.
   void restart(std::uint64_t serial, std::size_t size, queue_id queue, std::size_t min_period);
   bool try_plan(std::uint64_t serial, std::size_t period);
+  // A plan learned before, kept for when its loop comes back (see "stored").
+  struct stored_plan {
+    std::vector<std::uint64_t> sizes;
+    std::vector<queue_id> queues;
+    std::vector<std::uint64_t> offsets;
+    std::uint64_t height = 0;
+    std::uint64_t load = 0;
+    queue_id queue = 0;
+  };
+  // Keeps the current plan if it asked for its region (it held, and pages moved).
+  void store_current();
+  // A stored plan whose first requests were the last ones becomes the current one,
+  // waiting for its region; false when none is.
+  bool revive(std::uint64_t serial);
   const request& at(std::uint64_t serial) const { return history_[serial - first_serial_]; }
 
   // Learning.
@@ -233,9 +267,12 @@ class loop_plan {
   std::vector<std::size_t> searched_periods_;  // periods whose plan was searched
   // The plan.
   phase phase_ = phase::learning;
-  std::vector<std::uint64_t> sizes_;    // per position of the loop
-  std::vector<queue_id> queues_;        // per position: the request's queue
-  queue_id plan_queue_ = 0;             // see get_plan_queue
+  std::vector<std::uint64_t> sizes_;  // per position of the loop
+  std::vector<queue_id> queues_;      // per position: the request's queue
+  queue_id plan_queue_ = 0;           // see get_plan_queue
+  std::vector<stored_plan> stored_;   // least recently used first
+  bool revived_ = false;              // see is_revived
+  std::uint64_t revivals_ = 0;
   std::vector<std::uint64_t> offsets_;  // per position: offset in the region, or kNone
   std::uint64_t planned_height_ = 0;    // height of the plan
   std::uint64_t region_bytes_ = 0;      // the region asked for: the height, once the plan held

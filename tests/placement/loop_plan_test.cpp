@@ -213,6 +213,37 @@ TEST(loop_plan, blocks_of_other_queues_than_the_busiest_are_left_online) {
   }
 }
 
+TEST(loop_plan, a_loop_of_a_shape_seen_before_comes_back_at_once) {
+  // Steps of one of two shapes (a batch size drawn each step, say), each many
+  // repetitions of one pass: a plan that needed its region is kept when the other
+  // shape's replaces it, and its first requests bring it back, region and all.
+  std::vector<block> a = varied_step();
+  a[0] = {std::size_t{64} << 20, 39};
+  std::vector<block> b = a;
+  for (block& x : b) x.size *= 2;
+  program p;
+  p.steps(a, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  const std::uint64_t height_a = p.plan.get_region_bytes();
+  p.steps(b, 40);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_revivals(), 0u);
+  EXPECT_GE(p.plan.calculate_highest_plan(), 2 * height_a - 1) << "b's plan, a's kept";
+  const std::vector<std::uint64_t> back = p.step(a);
+  EXPECT_EQ(p.plan.get_revivals(), 1u);
+  EXPECT_TRUE(p.plan.is_revived());
+  EXPECT_EQ(p.plan.get_region_bytes(), height_a);
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(back[k] == kNone, k + 1 < loop_plan::kRevivalMatch) << "request " << k;
+  }
+  EXPECT_EQ(p.conflicts, 0u);
+  // And b's, the other way.
+  const std::vector<std::uint64_t> again = p.step(b);
+  EXPECT_EQ(p.plan.get_revivals(), 2u);
+  EXPECT_NE(again.back(), kNone);
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
 TEST(loop_plan, a_request_on_another_queue_loses_the_loop) {
   std::vector<block> step = varied_step();
   step[0] = {std::size_t{64} << 20, 39};

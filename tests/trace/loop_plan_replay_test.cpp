@@ -68,5 +68,16 @@ TEST(loop_plan_replay, a_side_stream_stays_online_and_the_plan_holds_under_lag) 
   EXPECT_EQ(planned.unmaps_after_warmup, 0u);
 }
 
+// Diffusion-style sampling, 20 passes a step at a batch drawn from four: each batch's
+// pass is planned once, kept while the others run, and brought back (with the last
+// region) when its batch comes again. Validation checks every region and block.
+TEST(loop_plan_replay, plans_kept_per_shape_move_fewer_pages_than_online_placement) {
+  const replay_result online = replay_workload("unet_sampling_varbatch", false);
+  const replay_result planned = replay_workload("unet_sampling_varbatch", true);
+  ASSERT_TRUE(online.completed && planned.completed);
+  ASSERT_TRUE(online.has_unmaps_after_warmup && planned.has_unmaps_after_warmup);
+  EXPECT_LT(2 * planned.unmaps_after_warmup, online.unmaps_after_warmup);
+}
+
 }  // namespace
 }  // namespace memkit::trace
