@@ -33,16 +33,18 @@
 //      at moments no buffer crosses. A long-lived buffer that does not span its part
 //      goes to the bottom too where the rest then splits and the bytes live while it is
 //      dead, plus the stack's, stay within LOAD (a loop's lasting buffers would
-//      otherwise hold all its steps in one part). A group of over 100k buffers that
-//      still does not split is cut where the bytes crossing are few (a loop whose steps
-//      each pass a small buffer to the next): the crossing buffers are planned apart as
-//      a band at the bottom, kept when it lifts the group at most 2^-20 of its LOAD
-//      above it. Even that keeps the whole off LOAD, so an instance that needs a band
-//      is first planned without one in a quarter of the time, and cut only if that
-//      plan is above LOAD. Time is compressed to the sections between events. A large
-//      instance that splits is planned part by part, each with steps 1-7 of its own,
-//      in a share of the time, stopping once the whole is at LOAD; parts that are the
-//      same but for a shift in time (a loop's steps) are planned once.
+//      otherwise hold all its steps in one part). A group of over 4096 buffers,
+//      at least half the instance's, that still does not split is cut where the bytes
+//      crossing are few (a loop whose steps each pass a small buffer to the next, as a
+//      training loop its loss): the crossing buffers are planned apart as a band at the
+//      bottom, kept when it lifts the group at most 2^-20 of its LOAD above it, and the
+//      steps it frees are not cut again. Even that keeps the whole off LOAD, so an
+//      instance that needs a band is first planned without one in a quarter of the
+//      time, and cut only if that plan is above LOAD. Time is compressed to the
+//      sections between events. A large instance that splits is planned part by part,
+//      each with steps 1-7 of its own, in a share of the time, stopping once the whole
+//      is at LOAD; parts that are the same but for a shift in time (a loop's steps) are
+//      planned once.
 //   4. Each part is searched depth first over canonical plans: buffers are placed in
 //      order of non-decreasing offset, each at the lowest offset its already-placed
 //      neighbours in time allow (every plan can be pushed down into such a form without

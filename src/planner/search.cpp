@@ -323,8 +323,12 @@ decomposition decompose(const instance& inst, bool cut_bands) {
       }
       if (rest.empty()) continue;
       if (base == item.base && groups.size() == 1) {
-        const band cut =
-            cut_bands && rest.size() > kBandMinBuffers ? calculate_band(buffers, rest) : band{};
+        // Only a group that holds most of the instance (a loop's steps held together)
+        // is cut: a group of a few percent is one step, which is planned whole.
+        const bool holds_most = 2 * rest.size() >= buffers.size();
+        const band cut = cut_bands && holds_most && rest.size() > kBandMinBuffers
+                             ? calculate_band(buffers, rest)
+                             : band{};
         if (cut.members.empty()) {
           result.parts.push_back(part{std::move(rest), base});  // nothing more to split
           continue;

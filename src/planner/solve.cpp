@@ -278,10 +278,11 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
     }
     total += b.size;
   }
-  // The split, computed once: here for large instances (which may go part by part),
-  // for the search otherwise.
+  // The split, computed once: here for large instances (which may go part by part) and
+  // for those that may be cut into bands, for the search otherwise.
   std::optional<detail::decomposition> split;
-  if (inst.buffers.size() > kLargeInstanceBuffers) {
+  const bool large = inst.buffers.size() > kLargeInstanceBuffers;
+  if (large || (cut_bands && inst.buffers.size() > detail::kBandMinBuffers)) {
     split = detail::decompose(inst);
     const auto largest_part = [](const detail::decomposition& d) {
       std::size_t largest = 0;
@@ -302,20 +303,22 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
       whole_options.time_limit_seconds = opts.time_limit_seconds / 4;
       const clock::time_point whole_deadline = start + (deadline - start) / 4;
       result whole =
-          split->parts.size() > 1
+          large && split->parts.size() > 1
               ? solve_by_parts(inst, whole_options, *split, start, whole_deadline, false, false)
               : solve_impl(inst, whole_options, enough, false, false);
       const std::int64_t goal =
           opts.capacity && !opts.minimize_within_capacity ? *opts.capacity : enough;
       if (whole.height_bytes > std::max(goal, whole.load_bytes)) {
-        result cut = solve_by_parts(inst, opts, *banded, start, deadline, true, true);
+        // A band is cut once: the steps it frees are not cut again (a generate step
+        // would fall apart into its tokens, each band adding to the step's height).
+        result cut = solve_by_parts(inst, opts, *banded, start, deadline, false, true);
         cut.nodes += whole.nodes;
         if (cut.height_bytes < whole.height_bytes) whole = std::move(cut);
       }
       whole.seconds = seconds_since(start);
       return whole;
     }
-    if (split->parts.size() > 1)
+    if (large && split->parts.size() > 1)
       return solve_by_parts(inst, opts, *split, start, deadline, cut_bands, climb);
   }
   result out;

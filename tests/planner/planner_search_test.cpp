@@ -251,11 +251,11 @@ TEST(PlannerSearch, StacksALongLivedBufferWhereItCostsNothing) {
 
 // A loop whose every step hands a one-byte buffer to the next is one group from the
 // first step to the last, and the bottom stack cannot take the handed buffers (each is
-// dead at the other steps' peaks, which reach LOAD). Past 100k buffers they are cut
+// dead at the other steps' peaks, which reach LOAD). Past 4096 buffers they are cut
 // out into a band one byte high at the bottom, and the loop falls apart into steps.
 TEST(PlannerSearch, CutsAChainedLoopWhereOnlyABandOfBytesCrosses) {
   std::mt19937 rng(5);
-  const instance step = random_instance(rng, 2600, 100, 1000);
+  const instance step = random_instance(rng, 260, 100, 1000);
   constexpr int kSteps = 40;
   std::vector<std::size_t> handed;
   const auto chained_loop = [&](std::int64_t handed_size) {
@@ -275,7 +275,7 @@ TEST(PlannerSearch, CutsAChainedLoopWhereOnlyABandOfBytesCrosses) {
     return inst;
   };
   const instance inst = chained_loop(1);
-  ASSERT_GT(inst.buffers.size(), 100000u);
+  ASSERT_GT(inst.buffers.size(), detail::kBandMinBuffers);
   EXPECT_EQ(detail::decompose(inst).parts.size(), 1u) << "without bands the loop is one part";
   const detail::decomposition split = detail::decompose(inst, true);
   EXPECT_EQ(split.parts.size(), static_cast<std::size_t>(kSteps));
@@ -305,7 +305,7 @@ TEST(PlannerSearch, CutsAChainedLoopWhereOnlyABandOfBytesCrosses) {
 // whole is planned whole, and cut into bands only when that fails.
 TEST(PlannerSearch, PlansALoopWholeWhereABandWouldKeepItAboveLoad) {
   constexpr std::int64_t kLarge = std::int64_t{10} << 20;
-  constexpr int kSteps = 34000;
+  constexpr int kSteps = 3400;
   instance inst;
   const auto add = [&](std::int64_t lower, std::int64_t upper, std::int64_t size) {
     inst.buffers.push_back(
