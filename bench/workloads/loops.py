@@ -38,14 +38,15 @@ def _train_step(model, optimizer, forward, bf16=False):
 
 
 def _classifier_step(model, optimizer, device, seed, batch=lambda: 64, bf16=False,
-                     channels_last=False):
-    """A training step of an ImageNet-sized classifier on random 224 px images."""
+                     channels_last=False, pixels=lambda: 224):
+    """A training step of an ImageNet-sized classifier on random images, pixels() px."""
     g = torch.Generator(device=device).manual_seed(seed)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def forward():
         n = batch()
-        x = torch.randn(n, 3, 224, 224, device=device, generator=g)
+        size = pixels()
+        x = torch.randn(n, 3, size, size, device=device, generator=g)
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         y = torch.randint(0, 1000, (n,), device=device, generator=g)
@@ -148,13 +149,19 @@ def _causal_lm_step(model, optimizer, vocab, batch, lengths, device, seed, bf16=
     return _train_step(model, optimizer, forward, bf16=bf16)
 
 
+def _llama_config(layers):
+    """The suite's Llama-style decoder: 1024 wide, grouped-query attention, 32k vocabulary."""
+    from transformers import LlamaConfig
+    return LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=layers,
+                       num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
+                       max_position_embeddings=2048)
+
+
 @loop("llama_ckpt_bf16", "Llama-style decoder (12 layers, 1024 wide, GQA), gradient "
       "checkpointing, batch 4 x 1024 tokens, bf16 autocast, AdamW")
 def llama_ckpt(device, seed):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=12,
-                         num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
-                         max_position_embeddings=2048)
+    from transformers import LlamaForCausalLM
+    config = _llama_config(12)
     model = LlamaForCausalLM(config).to(device)
     model.gradient_checkpointing_enable()
     model.config.use_cache = False
@@ -295,10 +302,8 @@ def convnext_tiny(device, seed):
 @loop("llama_generate_varbatch", "Llama-style decoder (8 layers, 1024 wide) in bf16, "
       "generate 64 tokens after a prompt of 32..256 tokens, batch drawn from 1..16")
 def llama_generate(device, seed):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
-                         num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
-                         max_position_embeddings=2048)
+    from transformers import LlamaForCausalLM
+    config = _llama_config(8)
     model = LlamaForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
     rng = random.Random(seed)
     return _generate_step(model, device, seed, 0, config.vocab_size,
@@ -389,16 +394,9 @@ def mobilenetv3_multiscale(device, seed):
     model = model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def forward():
-        size = rng.choice((160, 192, 224, 256, 288))
-        x = torch.randn(96, 3, size, size, device=device, generator=g)
-        x = x.contiguous(memory_format=torch.channels_last)
-        y = torch.randint(0, 1000, (96,), device=device, generator=g)
-        return loss_fn(model(x), y)
-    return _train_step(model, optimizer, forward, bf16=True)
+    return _classifier_step(model, optimizer, device, seed, batch=lambda: 96, bf16=True,
+                            channels_last=True,
+                            pixels=lambda: rng.choice((160, 192, 224, 256, 288)))
 
 
 @loop("t5_generate_varlen", "T5 encoder-decoder (6+6 layers, 512 wide) in bf16, generate 32 "
@@ -535,17 +533,9 @@ def vit_s_multires(device, seed):
     import timm
     model = timm.create_model("vit_small_patch16_224", pretrained=False,
                               dynamic_img_size=True).to(device)
-    optimizer = _adamw(model)
     rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def forward():
-        size = rng.choice((128, 160, 192, 224, 256))
-        x = torch.randn(64, 3, size, size, device=device, generator=g)
-        y = torch.randint(0, 1000, (64,), device=device, generator=g)
-        return loss_fn(model(x), y)
-    return _train_step(model, optimizer, forward, bf16=True)
+    return _classifier_step(model, _adamw(model), device, seed, bf16=True,
+                            pixels=lambda: rng.choice((128, 160, 192, 224, 256)))
 
 
 class _GraphNet(torch.nn.Module):
@@ -609,10 +599,8 @@ def bart_train(device, seed):
 @loop("llama_train_varlen", "Llama-style decoder (8 layers, 1024 wide, GQA) without "
       "checkpointing, batch 4, length drawn from 256..2048 each step, bf16 autocast, AdamW")
 def llama_train_varlen(device, seed):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
-                         num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
-                         max_position_embeddings=2048)
+    from transformers import LlamaForCausalLM
+    config = _llama_config(8)
     model = LlamaForCausalLM(config).to(device)
     model.config.use_cache = False
     model.train()
