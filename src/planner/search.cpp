@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <utility>
 
 namespace memkit::planner::detail {
@@ -41,6 +42,9 @@ constexpr int kMaxSplitDepth = 64;
 // reach LOAD only now and then) is better left whole than kept off LOAD by a band.
 constexpr std::int64_t kBandLoadFraction = 4096;
 constexpr std::int64_t kBandCostFraction = std::int64_t{1} << 20;
+// A floor cut (calculate_floor_cut) is sought where at most this fraction of the
+// group's LOAD crosses: a buffer a step hands on, not a step's working set.
+constexpr std::int64_t kFloorCutLoadFraction = 256;
 
 // The Luby sequence 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ..., for k >= 1.
 std::uint64_t luby(std::uint64_t k) {
@@ -266,6 +270,80 @@ band calculate_band(const std::vector<buffer>& buffers, const std::vector<std::s
   return band{};
 }
 
+// A loop whose steps each hand a buffer too large for a band to the next (unet's 6 MiB
+// buffer, born after each step's peak and live through the next one's): the buffers
+// handed on overlap in time, so a band of them is two high and costs a slot at every
+// peak. Instead, cut the group at moments where few bytes cross, choosing in time order
+// only moments whose crossing buffers are all born after those of the cut before have
+// died (every other step, there): then the crossing buffers of every cut can share the
+// group's bottom, each at its own offset only where it lives, and the pieces between
+// the cuts are planned above that floor (a "resting" buffer, shared by the two pieces
+// it reaches into), which costs nothing where the floor is as high as the bytes
+// resting there. The cuts are kept only when, at every moment, the floor plus the
+// bytes live above it stay within the group's LOAD.
+struct floor_cut {
+  std::vector<std::int64_t> cuts;     // the moments cut, increasing
+  std::vector<std::size_t> resting;   // the buffers crossing them
+  std::vector<std::int64_t> offsets;  // of each resting buffer, above the group's base
+  std::vector<std::size_t> cut_of;    // the cut each resting buffer crosses
+};
+
+floor_cut calculate_floor_cut(const std::vector<buffer>& buffers,
+                              const std::vector<std::size_t>& members) {
+  const group_levels group(buffers, members, 0, members.size());
+  const std::vector<std::int64_t>& moments = group.moments;
+  const std::vector<std::int64_t>& level = group.level;
+  std::vector<std::int64_t> starting(moments.size(), 0);
+  for (const std::size_t i : members) starting[group.index_of(buffers[i].lower)] += buffers[i].size;
+  const std::int64_t limit = group.load / kFloorCutLoadFraction;
+  std::vector<std::size_t> by_lower = members;
+  std::sort(by_lower.begin(), by_lower.end(),
+            [&](std::size_t a, std::size_t b) { return buffers[a].lower < buffers[b].lower; });
+  // Sweep the moments with the buffers live just before each, by death.
+  std::set<std::pair<std::int64_t, std::size_t>> live;
+  std::size_t next = 0;
+  std::int64_t reach = std::numeric_limits<std::int64_t>::min();  // death of the last cut's buffers
+  floor_cut result;
+  for (std::size_t m = 1; m + 1 < moments.size(); ++m) {
+    const std::int64_t t = moments[m];
+    for (; next < by_lower.size() && buffers[by_lower[next]].lower < t; ++next)
+      live.emplace(buffers[by_lower[next]].upper, by_lower[next]);
+    while (!live.empty() && live.begin()->first <= t) live.erase(live.begin());
+    if (starting[m] == 0 || level[m] - starting[m] > limit || live.empty()) continue;
+    if (std::any_of(live.begin(), live.end(),
+                    [&](const auto& entry) { return buffers[entry.second].lower < reach; }))
+      continue;
+    // Stacked at the bottom: the longest-lived above the cut lowest, where it outlives
+    // the others (the next piece's floor).
+    std::vector<std::size_t> crossing;
+    for (const auto& entry : live) crossing.push_back(entry.second);
+    std::int64_t offset = 0;
+    for (auto it = crossing.rbegin(); it != crossing.rend(); ++it) {
+      result.resting.push_back(*it);
+      result.offsets.push_back(offset);
+      result.cut_of.push_back(result.cuts.size());
+      offset += buffers[*it].size;
+    }
+    result.cuts.push_back(t);
+    reach = live.rbegin()->first;
+  }
+  if (result.cuts.empty()) return result;
+  // The floor at each moment, and the bytes live above it.
+  std::vector<std::int64_t> floor(moments.size(), 0);
+  std::vector<std::int64_t> above(level.begin(), level.end());
+  for (std::size_t k = 0; k < result.resting.size(); ++k) {
+    const buffer& b = buffers[result.resting[k]];
+    for (std::size_t m = group.index_of(b.lower); m < group.index_of(b.upper); ++m) {
+      floor[m] = std::max(floor[m], result.offsets[k] + b.size);
+      above[m] -= b.size;
+    }
+  }
+  for (std::size_t m = 0; m < moments.size(); ++m) {
+    if (floor[m] + above[m] > group.load) return floor_cut{};
+  }
+  return result;
+}
+
 }  // namespace
 
 decomposition decompose(const instance& inst, bool cut_bands) {
@@ -330,7 +408,35 @@ decomposition decompose(const instance& inst, bool cut_bands) {
                              ? calculate_band(buffers, rest)
                              : band{};
         if (cut.members.empty()) {
-          result.parts.push_back(part{std::move(rest), base});  // nothing more to split
+          const floor_cut floors = cut_bands && holds_most && rest.size() > kBandMinBuffers
+                                       ? calculate_floor_cut(buffers, rest)
+                                       : floor_cut{};
+          if (floors.cuts.empty()) {
+            result.parts.push_back(part{std::move(rest), base, {}});  // nothing more to split
+            continue;
+          }
+          // The pieces between the cuts become parts, each over the resting buffers of
+          // the cuts at its two ends; they are not split again (the bottom stack would
+          // not know of their floors).
+          std::vector<part> pieces(floors.cuts.size() + 1);
+          for (std::size_t k = 0; k < floors.resting.size(); ++k) {
+            const std::size_t i = floors.resting[k];
+            result.fixed_offsets[i] = base + floors.offsets[k];
+            pieces[floors.cut_of[k]].resting.push_back(i);
+            pieces[floors.cut_of[k] + 1].resting.push_back(i);
+          }
+          for (const std::size_t i : rest) {
+            if (result.fixed_offsets[i] >= 0) continue;
+            const auto piece =
+                std::upper_bound(floors.cuts.begin(), floors.cuts.end(), buffers[i].lower) -
+                floors.cuts.begin();
+            pieces[static_cast<std::size_t>(piece)].members.push_back(i);
+          }
+          for (part& piece : pieces) {
+            if (piece.members.empty()) continue;
+            piece.base = base;
+            result.parts.push_back(std::move(piece));
+          }
           continue;
         }
         for (std::size_t k = 0; k < cut.members.size(); ++k)
@@ -346,7 +452,8 @@ decomposition decompose(const instance& inst, bool cut_bands) {
 }
 
 part_search::part_search(const instance& inst, const std::vector<std::size_t>& members,
-                         const std::vector<std::int64_t>* skyline, int depth)
+                         const std::vector<std::int64_t>* skyline, int depth,
+                         const std::vector<floor_piece>* floors)
     : depth_(depth), buffer_count_(members.size()) {
   const std::size_t n = buffer_count_;
   std::vector<std::int64_t> points;
@@ -383,6 +490,16 @@ part_search::part_search(const instance& inst, const std::vector<std::size_t>& m
     for (std::size_t s = 0; s < section_count_; ++s) {
       for (auto t = points[s]; t < points[s + 1]; ++t) {
         initial_floor_[s] = std::max(initial_floor_[s], (*skyline)[static_cast<std::size_t>(t)]);
+      }
+    }
+  }
+  if (floors != nullptr) {
+    for (const floor_piece& f : *floors) {
+      // The sections that overlap [lower, upper): from the one holding `lower` on.
+      auto s = static_cast<std::size_t>(std::upper_bound(points.begin(), points.end(), f.lower) -
+                                        points.begin());
+      for (s = s > 0 ? s - 1 : 0; s < section_count_ && points[s] < f.upper; ++s) {
+        initial_floor_[s] = std::max(initial_floor_[s], f.top);
       }
     }
   }

@@ -27,6 +27,18 @@ using clock = std::chrono::steady_clock;
 struct part {
   std::vector<std::size_t> members;  // indices into instance.buffers
   std::int64_t base = 0;
+  // Buffers the split fixed at the part's bottom where they live (see
+  // calculate_floor_cut in search.cpp): the part is planned above their tops there, and
+  // on `base` elsewhere. Each is shared with the part on its other side in time.
+  std::vector<std::size_t> resting;
+};
+
+// A buffer fixed under a part, as the floor it makes: the part's buffers live in
+// [lower, upper) go at `top` or above (relative to the part's base).
+struct floor_piece {
+  std::int64_t lower = 0;
+  std::int64_t upper = 0;
+  std::int64_t top = 0;
 };
 
 struct decomposition {
@@ -140,9 +152,11 @@ enum class search_status { found, infeasible, stopped };
 class part_search {
  public:
   // `skyline`, when given, holds floors the part starts from, indexed by time (used
-  // for the groups a search splits off, whose times are its sections).
+  // for the groups a search splits off, whose times are its sections); `floors`, the
+  // buffers fixed under the part (its resting ones), in the instance's time.
   part_search(const instance& inst, const std::vector<std::size_t>& members,
-              const std::vector<std::int64_t>* skyline = nullptr, int depth = 0);
+              const std::vector<std::int64_t>* skyline = nullptr, int depth = 0,
+              const std::vector<floor_piece>* floors = nullptr);
 
   // LOAD of the part alone.
   std::int64_t part_load() const { return load_; }

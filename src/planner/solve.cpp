@@ -31,7 +31,13 @@ class planner_state {
   planner_state(const instance& inst, detail::decomposition split)
       : inst_(inst), split_(std::move(split)) {
     for (const detail::part& p : split_.parts) {
-      searches_.push_back(std::make_unique<detail::part_search>(inst, p.members));
+      std::vector<detail::floor_piece> floors;
+      for (const std::size_t i : p.resting) {
+        const buffer& b = inst.buffers[i];
+        floors.push_back({b.lower, b.upper, split_.fixed_offsets[i] + b.size - p.base});
+      }
+      searches_.push_back(
+          std::make_unique<detail::part_search>(inst, p.members, nullptr, 0, &floors));
     }
   }
 
@@ -132,7 +138,7 @@ double seconds_since(clock::time_point start) {
 }
 
 result solve_impl(const instance& inst, const options& opts, std::int64_t enough, bool cut_bands,
-                  bool climb);
+                  bool climb, const std::vector<std::int64_t>* fixed = nullptr);
 
 // A large instance that splits is planned part by part: each part gets its own best
 // fit, repair and search (on a long schedule best fit over the whole instance costs
@@ -155,9 +161,14 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
   // A loop's steps give parts that are the same but for a shift in time: each is
   // planned once. A part's shape: its buffers in a canonical order, with times from
   // the part's first moment.
+  // A part over resting buffers plans them too, as fixed buffers cut to its time span
+  // (its floor), listed after its members in the key: lower, upper, size and offset
+  // above the base (-1 for members).
   struct shape {
     std::vector<std::size_t> order;                // members, canonical order
-    std::vector<std::array<std::int64_t, 3>> key;  // lower, upper, size
+    std::vector<buffer> floor;                     // the resting buffers, cut to the part
+    std::vector<std::int64_t> floor_offsets;       // theirs, above the part's base
+    std::vector<std::array<std::int64_t, 4>> key;  // lower, upper, size, offset
   };
   std::vector<shape> shapes(split.parts.size());
   std::vector<std::size_t> planned_as(split.parts.size());              // the part planned for it
@@ -165,7 +176,11 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
   for (std::size_t k = 0; k < split.parts.size(); ++k) {
     const std::vector<std::size_t>& members = split.parts[k].members;
     std::int64_t first = std::numeric_limits<std::int64_t>::max();
-    for (const std::size_t i : members) first = std::min(first, inst.buffers[i].lower);
+    std::int64_t last = std::numeric_limits<std::int64_t>::min();
+    for (const std::size_t i : members) {
+      first = std::min(first, inst.buffers[i].lower);
+      last = std::max(last, inst.buffers[i].upper);
+    }
     shape& sh = shapes[k];
     sh.order = members;
     std::sort(sh.order.begin(), sh.order.end(), [&](std::size_t a, std::size_t b) {
@@ -176,13 +191,22 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       if (x.size != y.size) return x.size < y.size;
       return a < b;
     });
-    std::uint64_t hash = sh.order.size();
-    for (const std::size_t i : sh.order) {
+    for (const std::size_t i : split.parts[k].resting) {
       const buffer& b = inst.buffers[i];
-      sh.key.push_back({b.lower - first, b.upper - first, b.size});
+      const std::int64_t lower = std::max(b.lower, first);
+      const std::int64_t upper = std::min(b.upper, last);
+      if (lower >= upper) continue;
+      sh.floor.push_back(buffer{b.id, lower, upper, b.size});
+      sh.floor_offsets.push_back(split.fixed_offsets[i] - split.parts[k].base);
+    }
+    std::uint64_t hash = sh.order.size();
+    const auto add_key = [&](const buffer& b, std::int64_t offset) {
+      sh.key.push_back({b.lower - first, b.upper - first, b.size, offset});
       for (const std::int64_t v : sh.key.back())
         hash = detail::mix64(hash ^ static_cast<std::uint64_t>(v));
-    }
+    };
+    for (const std::size_t i : sh.order) add_key(inst.buffers[i], -1);
+    for (std::size_t f = 0; f < sh.floor.size(); ++f) add_key(sh.floor[f], sh.floor_offsets[f]);
     planned_as[k] = k;
     std::vector<std::size_t>& same_hash = by_hash[hash];
     for (const std::size_t e : same_hash) {
@@ -213,8 +237,14 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       const bool first_round = shape_offsets[k].empty();
       if (planned_as[k] != k || (!first_round && p.base + shape_height[k] <= target)) continue;
       instance sub;
-      sub.buffers.reserve(p.members.size());
+      sub.buffers.reserve(p.members.size() + shapes[k].floor.size());
       for (const std::size_t i : shapes[k].order) sub.buffers.push_back(inst.buffers[i]);
+      std::vector<std::int64_t> fixed;
+      if (!shapes[k].floor.empty()) {
+        fixed.assign(sub.buffers.size(), -1);
+        sub.buffers.insert(sub.buffers.end(), shapes[k].floor.begin(), shapes[k].floor.end());
+        fixed.insert(fixed.end(), shapes[k].floor_offsets.begin(), shapes[k].floor_offsets.end());
+      }
       options sub_options = opts;
       sub_options.capacity.reset();
       sub_options.minimize_within_capacity = false;
@@ -223,7 +253,9 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       sub_options.time_limit_seconds = round_share * left * static_cast<double>(p.members.size()) /
                                        static_cast<double>(round_members);
       round_members -= p.members.size();
-      const result part_result = solve_impl(sub, sub_options, target - p.base, cut_bands, climb);
+      result part_result = solve_impl(sub, sub_options, target - p.base, cut_bands, climb,
+                                      fixed.empty() ? nullptr : &fixed);
+      part_result.best.offsets.resize(p.members.size());  // the floor's stay where they were
       out.nodes += part_result.nodes;
       if (first_round)
         greedy_height = std::max(greedy_height, p.base + part_result.greedy_height_bytes);
@@ -265,7 +297,7 @@ namespace {
 // part of a loop cut into bands, whose whole stayed above LOAD (a generate loop):
 // best fit then starts from size classes too, and a hill climb gets most of the time.
 result solve_impl(const instance& inst, const options& opts, std::int64_t enough, bool cut_bands,
-                  bool climb) {
+                  bool climb, const std::vector<std::int64_t>* fixed) {
   const clock::time_point start = clock::now();
   const clock::time_point deadline =
       start + std::chrono::duration_cast<clock::duration>(
@@ -282,7 +314,7 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   // for those that may be cut into bands, for the search otherwise.
   std::optional<detail::decomposition> split;
   const bool large = inst.buffers.size() > kLargeInstanceBuffers;
-  if (large || (cut_bands && inst.buffers.size() > detail::kBandMinBuffers)) {
+  if (fixed == nullptr && (large || (cut_bands && inst.buffers.size() > detail::kBandMinBuffers))) {
     split = detail::decompose(inst);
     const auto largest_part = [](const detail::decomposition& d) {
       std::size_t largest = 0;
@@ -326,8 +358,8 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   enough = std::max(enough, out.load_bytes);
   // Every pass below is bounded by the deadline, the first one too: the time limit
   // bounds the whole call.
-  out.best = detail::greedy_in_order(inst, detail::size_order(inst), deadline);
-  {
+  out.best = detail::greedy_in_order(inst, detail::size_order(inst), deadline, fixed);
+  if (fixed == nullptr) {
     // Best fit may have stacked what it had no time for, and on a growing cache it
     // lands far above the online floor, which costs O(n log n) and never stacks.
     plan online = detail::online_best_fit(inst);
@@ -373,7 +405,7 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   // lands far lower than peak-first.
   {
     std::vector<std::size_t> order = detail::peak_first_order(inst);
-    plan candidate = detail::greedy_in_order(inst, order, deadline);
+    plan candidate = detail::greedy_in_order(inst, order, deadline, fixed);
     // Size classes then the latest death: only on the steps of a loop cut into bands.
     // Elsewhere it was measured to keep parts of 17k-23k buffers off the LOAD they
     // reached before (resnet50_sgd, convnext_tiny_adamw).
@@ -381,7 +413,7 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
     for (int kind = 0; kind < kinds; ++kind) {
       std::vector<std::size_t> sweep =
           kind < 2 ? detail::sweep_order(inst, kind == 0) : detail::size_class_sweep_order(inst);
-      plan swept = detail::greedy_in_order(inst, sweep, deadline);
+      plan swept = detail::greedy_in_order(inst, sweep, deadline, fixed);
       if (height(inst, swept) < height(inst, candidate)) {
         order = std::move(sweep);
         candidate = std::move(swept);
@@ -418,7 +450,7 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
         order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
         order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
       }
-      candidate = detail::greedy_in_order(inst, order, deadline);
+      candidate = detail::greedy_in_order(inst, order, deadline, fixed);
       const std::int64_t before = out.height_bytes;
       offer(candidate);
       if (out.height_bytes < before) {
@@ -432,17 +464,17 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
     // On a generate step the search does not close the gap to LOAD: three quarters of
     // the time left go to a hill climb from the repair's best order first, or from the
     // cache chains in fixed slots where that lands lower.
-    if (climb && inst.buffers.size() > kLargeInstanceBuffers && out.height_bytes > enough &&
-        !(opts.capacity && out.height_bytes <= *opts.capacity)) {
+    if (climb && fixed == nullptr && inst.buffers.size() > kLargeInstanceBuffers &&
+        out.height_bytes > enough && !(opts.capacity && out.height_bytes <= *opts.capacity)) {
       const std::int64_t goal = opts.capacity ? std::max(enough, *opts.capacity) : enough;
-      std::vector<std::int64_t> fixed =
+      std::vector<std::int64_t> slots =
           best_chain_slots(inst, goal, deadline, best_order, best_candidate);
       offer(best_candidate);
       const clock::time_point now = clock::now();
       if (now < deadline) {
         offer(detail::climb_order(inst, best_order, std::move(best_candidate), goal,
                                   now + (deadline - now) * 3 / 4,
-                                  fixed.empty() ? nullptr : &fixed));
+                                  slots.empty() ? nullptr : &slots));
       }
     }
   }
@@ -450,7 +482,18 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
   // The search's setup costs time and memory in proportion to the instance: none
   // once the time is up.
   if (clock::now() > deadline) return finish(out.load_bytes);
-  planner_state state(inst, split ? std::move(*split) : detail::decompose(inst));
+  // Over fixed buffers (a part's floor), the rest is searched as one part above them.
+  const auto over_fixed = [&] {
+    detail::decomposition d;
+    d.fixed_offsets = *fixed;
+    d.parts.emplace_back();
+    for (std::size_t i = 0; i < inst.buffers.size(); ++i)
+      ((*fixed)[i] < 0 ? d.parts[0].members : d.parts[0].resting).push_back(i);
+    return d;
+  };
+  planner_state state(inst, fixed   ? over_fixed()
+                            : split ? std::move(*split)
+                                    : detail::decompose(inst));
   out.parts = state.part_count();
 
   std::int64_t proven_floor = out.load_bytes;  // no plan is lower than this

@@ -295,9 +295,65 @@ TEST(PlannerSearch, CutsAChainedLoopWhereOnlyABandOfBytesCrosses) {
   ASSERT_TRUE(validate(inst, res.best).ok);
   EXPECT_EQ(res.parts, static_cast<std::size_t>(kSteps));
 
-  // A handed buffer that makes the band cost more than 1/4096 of LOAD stays: one part.
+  // A handed buffer that makes the band cost more than 1/4096 of LOAD is no band: it
+  // rests under the two steps it reaches into (see the next test).
   const instance heavy = chained_loop(load(inst) / 1000);
-  EXPECT_EQ(detail::decompose(heavy, true).parts.size(), 1u);
+  const detail::decomposition heavy_split = detail::decompose(heavy, true);
+  EXPECT_EQ(heavy_split.parts.size(), static_cast<std::size_t>(kSteps));
+  for (const detail::part& p : heavy_split.parts) {
+    EXPECT_EQ(p.base, 0) << "no band under the steps";
+    EXPECT_FALSE(p.resting.empty());
+  }
+}
+
+// A loop whose steps each hand a buffer too large for a band to the next, living 1.7
+// steps (unet_bf16's 6 MiB buffer born after each step's peak): consecutive ones
+// overlap, so a band of them would be two high. The loop is cut before every other
+// step, where the buffers crossing were born after those of the cut before died; they
+// rest at the bottom only where they live, and each pair of steps is planned above
+// them, at LOAD.
+TEST(PlannerSearch, CutsAChainedLoopAboveTheBuffersItHandsOn) {
+  std::mt19937 rng(1);
+  const instance step = random_instance(rng, 200, 100, 1000);
+  const std::int64_t step_load = load(step);
+  constexpr int kSteps = 40;
+  instance inst;
+  std::vector<std::size_t> handed;
+  const auto add = [&](std::int64_t lower, std::int64_t upper, std::int64_t size) {
+    inst.buffers.push_back(
+        buffer{static_cast<std::int64_t>(inst.buffers.size()), lower, upper, size});
+  };
+  for (int k = 0; k < kSteps; ++k) {
+    for (const buffer& b : step.buffers) add(k * 100 + b.lower, k * 100 + b.upper, b.size);
+    if (k + 1 < kSteps) {
+      handed.push_back(inst.buffers.size());
+      add(k * 100 + 50, k * 100 + 190, step_load / 400);
+    }
+  }
+  ASSERT_GT(inst.buffers.size(), detail::kBandMinBuffers);
+  const detail::decomposition split = detail::decompose(inst, true);
+  // Cut at 100 (the first handed buffer crossing), 300, ..., 3900: the first step and
+  // the last alone, the rest two by two.
+  EXPECT_EQ(split.parts.size(), static_cast<std::size_t>(kSteps / 2 + 1));
+  std::size_t resting = 0;
+  for (const std::size_t i : handed) {
+    if (split.fixed_offsets[i] < 0) continue;
+    EXPECT_EQ(split.fixed_offsets[i], 0) << "a resting buffer sits at the bottom";
+    ++resting;
+  }
+  EXPECT_EQ(resting, (handed.size() + 1) / 2) << "every other handed buffer rests";
+  for (const detail::part& p : split.parts) {
+    EXPECT_EQ(p.base, 0);
+    for (const std::size_t i : p.members) {
+      ASSERT_EQ((inst.buffers[i].lower + 100) / 200, (inst.buffers[p.members[0]].lower + 100) / 200)
+          << "a part holds two steps";
+    }
+  }
+  options opts;
+  opts.time_limit_seconds = 4;
+  const result res = solve(inst, opts);
+  ASSERT_TRUE(validate(inst, res.best).ok);
+  EXPECT_EQ(res.height_bytes, res.load_bytes) << "whole, 1.035 x LOAD in as long";
 }
 
 // A band costs bytes where its buffers are dead and the rest reaches LOAD (here the
