@@ -38,13 +38,20 @@
 //      crossing are few (a loop whose steps each pass a small buffer to the next, as a
 //      training loop its loss): the crossing buffers are planned apart as a band at the
 //      bottom, kept when it lifts the group at most 2^-20 of its LOAD above it, and the
-//      steps it frees are not cut again. Even that keeps the whole off LOAD, so an
-//      instance that needs a band is first planned without one in a quarter of the
-//      time, and cut only if that plan is above LOAD. Time is compressed to the
-//      sections between events. A large instance that splits is planned part by part,
-//      each with steps 1-7 of its own, in a share of the time, stopping once the whole
-//      is at LOAD; parts that are the same but for a shift in time (a loop's steps) are
-//      planned once.
+//      steps it frees are not cut again. Where no band is kept, the group may be cut at
+//      moments where at most 1/256 of its LOAD crosses, taken in time order only where
+//      the buffers crossing were born after those of the cut before died (a loop whose
+//      steps each hand on a buffer that outlives the next step's peak: every other
+//      step): those rest at the bottom, each only where it lives, and the pieces
+//      between the cuts are planned above the floor they make, kept when the floor
+//      plus the bytes live above it stay within LOAD at every moment. A band may keep
+//      the whole off LOAD, and a floor constrains it, so an instance that needs either
+//      is first planned whole in a quarter of the time, and cut only if that plan is
+//      above LOAD. Time is compressed to the sections between events. A large
+//      instance that splits is planned part by part, each with steps 1-7 of its own (a
+//      part over a floor, with the floor's buffers fixed), in a share of the time,
+//      stopping once the whole is at LOAD; parts that are the same but for a shift in
+//      time (a loop's steps) are planned once.
 //   4. Each part is searched depth first over canonical plans: buffers are placed in
 //      order of non-decreasing offset, each at the lowest offset its already-placed
 //      neighbours in time allow (every plan can be pushed down into such a form without
