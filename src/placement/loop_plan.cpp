@@ -85,7 +85,9 @@ void loop_plan::set_region_ready() {
 }
 
 void loop_plan::store_current() {
-  if ((region_bytes_ == 0 && !revived_) || relearn_) return;  // never needed a region
+  // A plan that asked for its region (a revived one asks at once); not one whose
+  // blocks outlived it widely.
+  if (region_bytes_ == 0 || relearn_) return;
   if (stored_.size() == kStoredPlans) stored_.erase(stored_.begin());
   stored_.push_back({std::move(sizes_), std::move(queues_), std::move(offsets_), planned_height_,
                      load_, plan_queue_});
