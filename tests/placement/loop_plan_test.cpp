@@ -91,6 +91,14 @@ std::vector<block> varied_step() {
   return blocks;
 }
 
+// varied_step with a 64 MiB block live all step: the plan's cut (its position 0) goes
+// between steps.
+std::vector<block> cut_step() {
+  std::vector<block> blocks = varied_step();
+  blocks[0] = {std::size_t{64} << 20, 39};
+  return blocks;
+}
+
 // Forward blocks live until their mirror in the backward half (nested), each backward
 // request a small temporary: every plan is at least the sum of the forward blocks.
 std::vector<block> nested_step() {
@@ -173,11 +181,10 @@ TEST(loop_plan, a_stack_of_equal_layers_is_planned_at_the_step_period) {
 }
 
 TEST(loop_plan, blocks_outliving_the_step_are_left_online) {
-  std::vector<block> step = varied_step();
-  step[0] = {std::size_t{64} << 20, 39};  // live all step: the cut goes between steps
-  step[30].life = 20;                     // freed in the next step
-  step[5].life = 60;                      // longer than a step
-  step[12].life = kForever;               // never freed
+  std::vector<block> step = cut_step();
+  step[30].life = 20;        // freed in the next step
+  step[5].life = 60;         // longer than a step
+  step[12].life = kForever;  // never freed
   program p;
   const std::vector<std::uint64_t> last = p.steps(step, 40);
   ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
@@ -191,25 +198,21 @@ TEST(loop_plan, blocks_outliving_the_step_are_left_online) {
 TEST(loop_plan, blocks_of_other_queues_than_the_busiest_are_left_online) {
   // A side queue's blocks (a prefetched batch, say): a place one queue freed is
   // reusable on another only once that queue's work completed, so they go online.
-  std::vector<block> step = varied_step();
-  step[0] = {std::size_t{64} << 20, 39};  // live all step: the cut goes between steps
-  for (std::size_t k : {3, 17, 25}) step[k].queue = 1;
-  program p;
-  const std::vector<std::uint64_t> last = p.steps(step, 40);
-  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
-  EXPECT_EQ(p.plan.get_plan_queue(), 0u);
-  for (std::size_t k = 0; k < step.size(); ++k) {
-    EXPECT_EQ(last[k] == kNone, step[k].queue != 0) << "request " << k;
-  }
-  EXPECT_EQ(p.conflicts, 0u);
-  // The busiest queue is planned, whichever it is.
-  for (block& b : step) b.queue = b.queue == 0 ? 2 : 0;
-  program q;
-  const std::vector<std::uint64_t> swapped = q.steps(step, 40);
-  ASSERT_EQ(q.plan.get_phase(), loop_plan::phase::following);
-  EXPECT_EQ(q.plan.get_plan_queue(), 2u);
-  for (std::size_t k = 0; k < step.size(); ++k) {
-    EXPECT_EQ(swapped[k] == kNone, step[k].queue != 2) << "request " << k;
+  // The busiest queue is planned, whichever it is: three side blocks on queue 1 and
+  // the rest on 0, then three on queue 0 and the rest on 2.
+  for (const queue_id busiest : {0u, 2u}) {
+    const queue_id side = busiest == 0 ? 1 : 0;
+    std::vector<block> step = cut_step();
+    for (block& b : step) b.queue = busiest;
+    for (std::size_t k : {3, 17, 25}) step[k].queue = side;
+    program p;
+    const std::vector<std::uint64_t> last = p.steps(step, 40);
+    ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+    EXPECT_EQ(p.plan.get_plan_queue(), busiest);
+    for (std::size_t k = 0; k < step.size(); ++k) {
+      EXPECT_EQ(last[k] == kNone, step[k].queue != busiest) << "request " << k;
+    }
+    EXPECT_EQ(p.conflicts, 0u);
   }
 }
 
@@ -217,8 +220,7 @@ TEST(loop_plan, a_loop_of_a_shape_seen_before_comes_back_at_once) {
   // Steps of one of two shapes (a batch size drawn each step, say), each many
   // repetitions of one pass: a plan that needed its region is kept when the other
   // shape's replaces it, and its first requests bring it back, region and all.
-  std::vector<block> a = varied_step();
-  a[0] = {std::size_t{64} << 20, 39};
+  std::vector<block> a = cut_step();
   std::vector<block> b = a;
   for (block& x : b) x.size *= 2;
   program p;
@@ -245,8 +247,7 @@ TEST(loop_plan, a_loop_of_a_shape_seen_before_comes_back_at_once) {
 }
 
 TEST(loop_plan, a_request_on_another_queue_loses_the_loop) {
-  std::vector<block> step = varied_step();
-  step[0] = {std::size_t{64} << 20, 39};
+  std::vector<block> step = cut_step();
   program p;
   p.steps(step, 40);
   ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
@@ -257,9 +258,7 @@ TEST(loop_plan, a_request_on_another_queue_loses_the_loop) {
 }
 
 TEST(loop_plan, a_different_size_loses_the_loop_until_it_comes_back) {
-  // A block live all step but between steps: the plan's cut (its position 0) is there.
-  std::vector<block> step = varied_step();
-  step[0] = {std::size_t{64} << 20, 39};
+  std::vector<block> step = cut_step();
   program p;
   p.steps(step, 40);
   ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
@@ -319,8 +318,7 @@ TEST(loop_plan, a_plan_whose_blocks_outlive_it_widely_is_learned_again) {
 }
 
 TEST(loop_plan, a_block_from_before_a_loss_is_not_unplanned) {
-  std::vector<block> step = varied_step();
-  step[0] = {std::size_t{64} << 20, 39};  // the cut at position 0, as above
+  std::vector<block> step = cut_step();
   program p;
   p.steps(step, 40);
   ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
@@ -406,8 +404,7 @@ TEST(loop_plan, learning_that_finds_no_loop_rests_then_learns_afresh) {
 // where a block live all step crosses: the cut still goes between steps, where nothing
 // is live, and every block is planned.
 TEST(loop_plan, the_cut_goes_where_the_fewest_bytes_are_live) {
-  std::vector<block> step = varied_step();
-  step[0] = {std::size_t{64} << 20, 39};
+  std::vector<block> step = cut_step();
   program p;
   p.step({{1 << 20, 0}, {2 << 20, 0}, {3 << 20, 0}});
   const std::vector<std::uint64_t> last = p.steps(step, 40);
