@@ -135,6 +135,11 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
             lib_path, "memkit_torch_malloc", "memkit_torch_free")
         torch.cuda.memory.change_current_allocator(pluggable)
         lib = ctypes.CDLL(lib_path)
+        # record_stream and CUDA graphs reach memkit only through these (memkit.torch does
+        # the same in enable()).
+        lib.memkit_torch_last_error.restype = ctypes.c_char_p
+        if lib.memkit_torch_install_hooks() != 0:
+            sys.exit("[workloads] %s" % lib.memkit_torch_last_error().decode())
         lib.memkit_torch_get_statistics.argtypes = [ctypes.c_int,
                                                     ctypes.POINTER(MemkitStatistics)]
     step = make_loop(name, seed)

@@ -17,6 +17,7 @@
 // The names carry a `_torch` suffix: memkit_malloc/memkit_free would clash with the C
 // API of include/memkit/memkit.h.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <sys/types.h>
 
 #include <array>
@@ -24,10 +25,17 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "memkit/allocator.hpp"
 #include "memkit/backends/cuda.hpp"
@@ -98,11 +106,209 @@ memkit::allocator_options get_options(int device) {
   return options;
 }
 
+// CUDA graph capture. PyTorch captures a graph into a private memory pool: between
+// begin_allocate_to_pool and end_allocate_to_pool, requests on the streams its filter
+// accepts come from the pool, and the pool's blocks serve no one else while the graph
+// lives (every replay writes them again). Each pool here is an allocator of its own
+// over the device's backend: segments (cudaMalloc may be called during a capture;
+// mapping pages and querying events may not), one queue (the capture's order is the
+// replay's). Blocks of the device's allocator freed during a capture are freed once
+// no capture is under way: that free could record an event on the capturing stream.
+// A pool PyTorch releases goes once its last block is freed, outside any capture.
+using pool_id = std::pair<unsigned long long, unsigned long long>;  // c10's MempoolId_t
+using stream_filter = std::function<bool(cudaStream_t)>;
+
+// The calling thread's stream-capture mode, relaxed while it lives.
+class relaxed_capture_mode {
+ public:
+  relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  relaxed_capture_mode(const relaxed_capture_mode&) = delete;
+  relaxed_capture_mode& operator=(const relaxed_capture_mode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+memkit::allocator_options get_graph_pool_options() {
+  memkit::allocator_options options;
+  options.policy = memkit::pool_policy::segments;
+  options.thread_cache = false;
+  options.plan_loops = false;
+  return options;
+}
+
+struct graph_pool {
+  explicit graph_pool(memkit::cuda_backend& backend)
+      : allocator(backend, get_graph_pool_options()) {}
+  memkit::allocator allocator;
+  std::size_t users = 0;  // live blocks, and requests being served outside the lock
+  bool released = false;  // PyTorch is done with it: it goes when users == 0
+};
+
+class graph_pools {
+ public:
+  // Whether malloc and free must look here: a capture is under way, or a pool has
+  // blocks, or frees wait.
+  bool is_engaged() const { return engaged_.load(std::memory_order_acquire); }
+
+  void begin(pool_id id, stream_filter filter) {
+    std::lock_guard lock(mutex_);
+    std::unique_ptr<graph_pool>& pool = pools_[id];
+    if (!pool) pool = std::make_unique<graph_pool>(backend_);
+    pool->released = false;
+    captures_.push_back({id, std::move(filter), pool.get()});
+    update();
+  }
+
+  // Frees the device allocator's blocks that waited for the last capture to end.
+  void end(pool_id id, memkit::allocator& device_allocator) {
+    std::vector<memkit::address_t> frees;
+    std::vector<std::unique_ptr<graph_pool>> gone;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = captures_.rbegin(); it != captures_.rend(); ++it) {
+        if (it->id == id) {
+          captures_.erase(std::next(it).base());
+          break;
+        }
+      }
+      if (captures_.empty()) {
+        frees.swap(deferred_);
+        gone.swap(doomed_);
+      }
+      update();
+    }
+    for (const memkit::address_t address : frees) device_allocator.free(address);
+  }
+
+  void release(pool_id id) {
+    std::unique_ptr<graph_pool> gone;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = pools_.find(id);
+      if (it == pools_.end()) return;
+      it->second->released = true;
+      if (it->second->users == 0) gone = take_out(it);
+      update();
+    }
+  }
+
+  // A block for a request on `stream` when a capture under way accepts the stream.
+  bool allocate(std::size_t size, cudaStream_t stream, void** out) {
+    graph_pool* pool = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = captures_.rbegin(); it != captures_.rend() && !pool; ++it) {
+        if (!it->accepts || it->accepts(stream)) pool = it->pool;
+      }
+      if (!pool) return false;
+      pool->users++;  // it stays while the request is served outside the lock
+    }
+    memkit::allocation a;
+    try {
+      // cudaMalloc is "potentially unsafe" in a capture's global mode, as PyTorch's own
+      // allocator knows: its new memory is allowed (replays ignore the call) once the
+      // thread's mode is relaxed around it.
+      const relaxed_capture_mode relaxed;
+      a = pool->allocator.allocate(size);
+    } catch (...) {
+      unuse(pool);
+      throw;
+    }
+    std::lock_guard lock(mutex_);
+    if (a.address) {
+      owners_[a.address] = pool;
+    } else {
+      pool->users--;  // size 0: nothing to own
+    }
+    update();
+    *out = reinterpret_cast<void*>(a.address);
+    return true;
+  }
+
+  // Whether the block was a pool's (then freed there) or its free waits for the
+  // captures to end.
+  bool free(memkit::address_t address) {
+    graph_pool* pool = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = owners_.find(address);
+      if (it == owners_.end()) {
+        if (captures_.empty()) return false;
+        deferred_.push_back(address);
+        update();
+        return true;
+      }
+      pool = it->second;
+      owners_.erase(it);
+    }
+    pool->allocator.free(address);
+    unuse(pool);
+    return true;
+  }
+
+  // Whether a pool holds the block.
+  bool owns(memkit::address_t address) {
+    std::lock_guard lock(mutex_);
+    return owners_.count(address) != 0;
+  }
+
+  explicit graph_pools(memkit::cuda_backend& backend) : backend_(backend) {}
+
+ private:
+  struct capture {
+    pool_id id;
+    stream_filter accepts;  // empty: every stream
+    graph_pool* pool;
+  };
+
+  void unuse(graph_pool* pool) {
+    std::unique_ptr<graph_pool> gone;
+    std::lock_guard lock(mutex_);
+    if (--pool->users == 0 && pool->released) {
+      for (auto it = pools_.begin(); it != pools_.end(); ++it) {
+        if (it->second.get() == pool) {
+          gone = take_out(it);
+          break;
+        }
+      }
+    }
+    update();
+  }
+  // A released pool without blocks: out of the map, destroyed by the caller after the
+  // lock (its segments go back with cudaFree), or once the captures end.
+  std::unique_ptr<graph_pool> take_out(
+      std::map<pool_id, std::unique_ptr<graph_pool>>::iterator it) {
+    std::unique_ptr<graph_pool> pool = std::move(it->second);
+    pools_.erase(it);
+    if (captures_.empty()) return pool;
+    doomed_.push_back(std::move(pool));
+    return nullptr;
+  }
+  void update() {
+    engaged_.store(!captures_.empty() || !owners_.empty() || !deferred_.empty(),
+                   std::memory_order_release);
+  }
+
+  memkit::cuda_backend& backend_;
+  std::atomic<bool> engaged_{false};
+  std::mutex mutex_;               // guards everything below; never held across an allocator call
+  std::vector<capture> captures_;  // under way, in the order they began
+  std::map<pool_id, std::unique_ptr<graph_pool>> pools_;
+  std::unordered_map<memkit::address_t, graph_pool*> owners_;  // live blocks of the pools
+  std::vector<memkit::address_t> deferred_;          // the device allocator's, freed in a capture
+  std::vector<std::unique_ptr<graph_pool>> doomed_;  // released during a capture
+};
+
 struct device_allocator {
   explicit device_allocator(int device)
-      : backend(memkit::cuda_options{.device = device}), allocator(backend, get_options(device)) {}
+      : backend(memkit::cuda_options{.device = device}),
+        allocator(backend, get_options(device)),
+        graphs(backend) {}
   memkit::cuda_backend backend;
   memkit::allocator allocator;
+  graph_pools graphs;
 };
 
 std::array<std::atomic<device_allocator*>, kMaxDevices> devices{};
@@ -160,6 +366,10 @@ device_allocator& get_device_allocator(int device, const char* function) {
 MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
   const call_timer timer;
   device_allocator& d = get_device_allocator(device, "torch_malloc");
+  if (d.graphs.is_engaged()) [[unlikely]] {
+    void* pointer = nullptr;
+    if (d.graphs.allocate(static_cast<std::size_t>(size), stream, &pointer)) return pointer;
+  }
   const memkit::queue_id queue = d.backend.get_queue(stream);
   return reinterpret_cast<void*>(
       d.allocator.allocate(static_cast<std::size_t>(size), queue).address);
@@ -167,16 +377,149 @@ MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_
 
 MEMKIT_TORCH_API void memkit_torch_free(void* pointer, ssize_t, int device, cudaStream_t) {
   const call_timer timer;
-  get_device_allocator(device, "torch_free")
-      .allocator.free(reinterpret_cast<memkit::address_t>(pointer));
+  device_allocator& d = get_device_allocator(device, "torch_free");
+  const auto address = reinterpret_cast<memkit::address_t>(pointer);
+  if (d.graphs.is_engaged() && d.graphs.free(address)) [[unlikely]]
+    return;
+  d.allocator.free(address);
 }
 
 // The block is also used on `stream` (like Tensor.record_stream): its reuse after
 // free waits for the work queued there by then.
 MEMKIT_TORCH_API void memkit_torch_record_stream(void* pointer, int device, cudaStream_t stream) {
   device_allocator& d = get_device_allocator(device, "torch_record_stream");
+  // A graph pool's block is only ever reused in its own capture's order.
+  if (d.graphs.is_engaged() && d.graphs.owns(reinterpret_cast<memkit::address_t>(pointer))) return;
   d.allocator.record_use(reinterpret_cast<memkit::address_t>(pointer), d.backend.get_queue(stream));
 }
+
+namespace {
+
+// PyTorch's CUDAPluggableAllocator class (torch/csrc/cuda/CUDAPluggableAllocator.h)
+// takes record_stream, the calls of CUDA graph capture, empty_cache and the memory
+// fraction through public methods that its Python API does not expose. They are
+// looked up here by their (Itanium) names in the loaded libtorch_cuda.so, so that this
+// library builds without PyTorch; a PyTorch whose methods take other types has other
+// names, and then nothing is set.
+constexpr const char* kCurrentAllocator = "_ZN3c104cuda20CUDACachingAllocator9allocatorE";
+constexpr const char* kSetRecordStream =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator20set_record_stream_"
+    "fnESt8functionIFvPvP11CUstream_stEE";
+constexpr const char* kSetBeginAllocateToPool =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator26set_begin_allocate_to_"
+    "poolESt8functionIFviSt4pairIyyES3_IFbP11CUstream_stEEEE";
+constexpr const char* kSetEndAllocateToPool =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator27set_end_allocate_to_"
+    "pool_fnESt8functionIFviSt4pairIyyEEE";
+constexpr const char* kSetReleasePool =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator16set_release_"
+    "poolESt8functionIFviSt4pairIyyEEE";
+constexpr const char* kSetResetFn =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator12set_reset_"
+    "fnESt8functionIFvvEE";
+constexpr const char* kSetMemoryFractionFn =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator22set_memory_fraction_"
+    "fnESt8functionIFvdiEE";
+
+// A member function taking a std::function by value, called with its object.
+template <class Signature>
+using setter = void (*)(void* self, std::function<Signature>);
+
+// The device whose memory holds `pointer` (PyTorch calls record_stream on any device).
+int get_pointer_device(const void* pointer) {
+  cudaPointerAttributes attributes{};
+  const cudaError_t error = cudaPointerGetAttributes(&attributes, pointer);
+  if (error != cudaSuccess || attributes.type != cudaMemoryTypeDevice) {
+    cudaGetLastError();
+    char where[32];
+    std::snprintf(where, sizeof where, "%p", pointer);
+    throw memkit::invalid_argument(std::string("[memkit::torch_record_stream] ") + where +
+                                   " is not device memory");
+  }
+  return attributes.device;
+}
+
+void install_hooks() {
+  const char* function = "[memkit_torch_install_hooks] ";
+  struct library {
+    explicit library(const char* name) : handle(dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {}
+    ~library() {
+      if (handle) dlclose(handle);
+    }
+    void* handle;
+  };
+  const library c10("libc10_cuda.so");
+  const library torch_cuda("libtorch_cuda.so");
+  if (!c10.handle || !torch_cuda.handle) {
+    throw memkit::unavailable(std::string(function) +
+                              "PyTorch's libc10_cuda.so and libtorch_cuda.so are not loaded in "
+                              "this process: import torch first");
+  }
+  auto find = [&](void* handle, const char* name) {
+    void* symbol = dlsym(handle, name);
+    if (!symbol) {
+      throw memkit::unavailable(std::string(function) + "this PyTorch has no " + name +
+                                " (its CUDAPluggableAllocator differs): record_stream and CUDA "
+                                "graphs are not supported with it");
+    }
+    return symbol;
+  };
+  auto* current = static_cast<std::atomic<void*>*>(find(c10.handle, kCurrentAllocator));
+  void* const self = current->load();
+  const auto set_record_stream = reinterpret_cast<setter<void(void*, cudaStream_t)>>(
+      find(torch_cuda.handle, kSetRecordStream));
+  const auto set_begin = reinterpret_cast<setter<void(int, pool_id, stream_filter)>>(
+      find(torch_cuda.handle, kSetBeginAllocateToPool));
+  const auto set_end =
+      reinterpret_cast<setter<void(int, pool_id)>>(find(torch_cuda.handle, kSetEndAllocateToPool));
+  const auto set_release =
+      reinterpret_cast<setter<void(int, pool_id)>>(find(torch_cuda.handle, kSetReleasePool));
+  const auto set_reset = reinterpret_cast<setter<void()>>(find(torch_cuda.handle, kSetResetFn));
+  const auto set_fraction =
+      reinterpret_cast<setter<void(double, int)>>(find(torch_cuda.handle, kSetMemoryFractionFn));
+  if (!self) throw memkit::unavailable(std::string(function) + "PyTorch has no CUDA allocator yet");
+
+  set_record_stream(self, [](void* pointer, cudaStream_t stream) {
+    memkit_torch_record_stream(pointer, get_pointer_device(pointer), stream);
+  });
+  set_begin(self, [](int device, pool_id id, stream_filter filter) {
+    get_device_allocator(device, "torch_begin_allocate_to_pool")
+        .graphs.begin(id, std::move(filter));
+  });
+  set_end(self, [](int device, pool_id id) {
+    device_allocator& d = get_device_allocator(device, "torch_end_allocate_to_pool");
+    d.graphs.end(id, d.allocator);
+  });
+  set_release(self, [](int device, pool_id id) {
+    get_device_allocator(device, "torch_release_pool").graphs.release(id);
+  });
+  set_reset(self, [] {
+    for (auto& slot : devices) {
+      if (device_allocator* d = slot.load(std::memory_order_acquire)) d->allocator.clear_cache();
+    }
+  });
+  set_fraction(self, [](double fraction, int device) {
+    cudaDeviceProp properties{};
+    const cudaError_t error = cudaGetDeviceProperties(&properties, device);
+    if (error != cudaSuccess) {
+      throw memkit::invalid_argument("[memkit::torch_set_memory_fraction] device " +
+                                     std::to_string(device) + ": " + cudaGetErrorString(error));
+    }
+    get_device_allocator(device, "torch_set_memory_fraction")
+        .allocator.set_memory_limit(
+            static_cast<std::size_t>(fraction * static_cast<double>(properties.totalGlobalMem)));
+  });
+}
+
+}  // namespace
+
+// After torch.cuda.memory.change_current_allocator put this library's malloc and free
+// in place: gives PyTorch's allocator object the hooks above, so that
+// Tensor.record_stream, CUDA graph capture (torch.cuda.graph, torch.compile's
+// "reduce-overhead"), torch.cuda.empty_cache and
+// torch.cuda.set_per_process_memory_fraction reach memkit. MEMKIT_UNAVAILABLE with the
+// reason when this PyTorch does not have them.
+MEMKIT_TORCH_API int memkit_torch_install_hooks(void);
 
 // 0 and the statistics of `device`; -1 (out untouched) when memkit has not been used there.
 MEMKIT_TORCH_API int memkit_torch_get_statistics(int device, memkit_statistics* out) {
@@ -362,4 +705,8 @@ MEMKIT_TORCH_API int memkit_torch_snapshot_create(int device, memkit_snapshot** 
 
 MEMKIT_TORCH_API void memkit_torch_snapshot_destroy(memkit_snapshot* snapshot) {
   memkit::capi::destroy_c_snapshot(snapshot);
+}
+
+MEMKIT_TORCH_API int memkit_torch_install_hooks(void) {
+  return guarded([] { install_hooks(); });
 }

@@ -69,6 +69,11 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
         pluggable = torch.cuda.memory.CUDAPluggableAllocator(
             lib_path, "memkit_torch_malloc", "memkit_torch_free")
         torch.cuda.memory.change_current_allocator(pluggable)
+        # Tensor.record_stream and CUDA graphs reach memkit only through these hooks.
+        lib = ctypes.CDLL(lib_path)
+        lib.memkit_torch_last_error.restype = ctypes.c_char_p
+        if lib.memkit_torch_install_hooks() != 0:
+            sys.exit("[train_compare] %s" % lib.memkit_torch_last_error().decode())
     torch.manual_seed(seed)
     torch.cuda.manual_seed_all(seed)
     device = torch.device("cuda", 0)

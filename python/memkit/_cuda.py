@@ -69,6 +69,7 @@ _SIGNATURES = {
     "memkit_torch_snapshot_create": (ctypes.c_int, [ctypes.c_int,
                                                     ctypes.POINTER(ctypes.POINTER(Snapshot))]),
     "memkit_torch_snapshot_destroy": (None, [ctypes.POINTER(Snapshot)]),
+    "memkit_torch_install_hooks": (ctypes.c_int, []),
 }
 
 _lock = threading.Lock()
@@ -147,6 +148,17 @@ def configure(function, policy=None, memory_limit=None, cache_limit=None, arena_
         wired_limit=0, arena_slack=arena_slack, validate=int(defaults["validate"]),
         thread_cache=int(bool(thread_cache)), plan_loops=int(bool(plan_loops)))
     _check(library().memkit_torch_configure(ctypes.byref(options)), function)
+
+
+def install_hooks():
+    """After PyTorch's allocator became the library's: gives it record_stream, CUDA graph
+    capture, empty_cache and the memory fraction (PyTorch's Python API passes only
+    malloc and free). Raises memkit.UnavailableError with the reason where this PyTorch
+    lacks them."""
+    status = library().memkit_torch_install_hooks()
+    if status == 4:  # MEMKIT_UNAVAILABLE
+        raise UnavailableError(library().memkit_torch_last_error().decode("utf-8", "replace"))
+    _check(status, "memkit_torch_install_hooks")
 
 
 def is_used(device):

@@ -5,11 +5,16 @@
     ... train ...
     print(memkit.torch.memory_summary())
 
-enable() installs libmemkit_torch.so through torch.cuda.memory.CUDAPluggableAllocator.
+enable() installs libmemkit_torch.so through torch.cuda.memory.CUDAPluggableAllocator,
+and gives PyTorch's allocator object the calls its Python API leaves out
+(Tensor.record_stream, CUDA graph capture into private pools, empty_cache, the memory
+fraction).
 PyTorch's own torch.cuda.memory_stats() and friends report nothing for a pluggable
 allocator; the functions here answer them from memkit's statistics. The allocators
 are shared with memkit.cupy and memkit.numba in the same process.
 """
+import warnings
+
 import torch
 
 from . import _cuda
@@ -49,6 +54,11 @@ def enable(policy=None, memory_limit=None, cache_limit=None, arena_slack=None,
         raise InvalidArgument(
             "[%s] PyTorch's CUDA allocator is in use already: call enable() before the "
             "first CUDA allocation (PyTorch: %s)" % (function, e)) from None
+    try:
+        _cuda.install_hooks()
+    except UnavailableError as e:
+        warnings.warn("%s; malloc and free go to memkit, Tensor.record_stream and CUDA graph "
+                      "capture do not" % e, RuntimeWarning, stacklevel=2)
     _allocator = allocator
     return allocator
 

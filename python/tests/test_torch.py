@@ -59,3 +59,90 @@ def test_enable_after_the_first_cuda_allocation_is_refused():
         except memkit.InvalidArgument as e:
             assert "before the first CUDA allocation" in str(e), e
     """)
+
+
+def test_cuda_graphs_capture_into_a_private_pool():
+    # The graph's blocks serve no eager request while it lives: eager tensors made
+    # between replays keep their values, and every replay matches the eager model.
+    require_cuda_library()
+    run_program("""
+        import torch, memkit.torch as mt
+        mt.enable()
+        model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
+                                    torch.nn.Linear(4096, 1024)).cuda()
+        x = torch.randn(64, 1024, device="cuda")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                model(x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = model(x)
+        for i in range(10):
+            x.copy_(torch.randn(64, 1024, device="cuda"))
+            eager = [torch.full((64, 4096), float(i), device="cuda") for _ in range(8)]
+            graph.replay()
+            assert torch.allclose(y, model(x), atol=1e-4), i
+            assert all(bool((t == i).all()) for t in eager), i
+        del graph, y
+        torch.cuda.synchronize()
+        assert mt.memory_allocated() > 0
+    """)
+
+
+def test_compile_reduce_overhead_runs_on_memkit():
+    # PyTorch's CUDA graph trees ask any pluggable allocator for checks it cannot give
+    # (checkPoolLiveAllocations); its plain CUDA graphs path works through the hooks.
+    require_cuda_library()
+    run_program("""
+        import torch, torch._inductor.config, memkit.torch as mt
+        mt.enable()
+        torch._inductor.config.triton.cudagraph_trees = False
+        model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
+                                    torch.nn.Linear(1024, 256)).cuda()
+        compiled = torch.compile(model, mode="reduce-overhead")
+        for i in range(8):
+            x = torch.randn(32, 256, device="cuda")
+            eager = torch.full((32, 1024), float(i), device="cuda")
+            assert torch.allclose(compiled(x), model(x), atol=1e-3), i
+            assert bool((eager == i).all()), i
+    """)
+
+
+def test_record_stream_delays_reuse_until_the_other_stream_is_done():
+    require_cuda_library()
+    run_program("""
+        import torch, memkit.torch as mt
+        mt.enable()
+        other = torch.cuda.Stream()
+        x = torch.ones(1 << 20, device="cuda")
+        address = x.data_ptr()
+        other.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(other):
+            torch.cuda._sleep(200_000_000)  # keeps `other` busy for a while
+            x.add_(1)
+        x.record_stream(other)
+        del x
+        y = torch.empty(1 << 20, device="cuda")
+        # Reused only after waiting for `other` (the allocator may wait rather than grow).
+        assert y.data_ptr() != address or other.query(), "reused while `other` still uses it"
+        torch.cuda.synchronize()
+    """)
+
+
+def test_empty_cache_and_memory_fraction_reach_memkit():
+    require_cuda_library()
+    run_program("""
+        import torch, memkit.torch as mt
+        mt.enable(policy="segments")
+        x = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        del x
+        assert mt.memory_reserved() > 0
+        torch.cuda.empty_cache()
+        assert mt.memory_reserved() == 0, mt.memory_reserved()
+        torch.cuda.set_per_process_memory_fraction(0.25)
+        total = torch.cuda.get_device_properties(0).total_memory
+        assert mt.get_memory_limit() == int(0.25 * total), mt.get_memory_limit()
+    """)
