@@ -148,8 +148,9 @@ struct graph_pool {
 
 class graph_pools {
  public:
-  // Whether malloc and free must look here: a capture is under way, or a pool has
-  // blocks, or frees wait.
+  // Whether malloc must look here: a capture is under way.
+  bool is_capturing() const { return capturing_.load(std::memory_order_acquire); }
+  // Whether free must: a capture is under way, or a pool has blocks.
   bool is_engaged() const { return engaged_.load(std::memory_order_acquire); }
 
   void begin(pool_id id, stream_filter filter) {
@@ -287,11 +288,12 @@ class graph_pools {
     return nullptr;
   }
   void update() {
-    engaged_.store(!captures_.empty() || !owners_.empty() || !deferred_.empty(),
-                   std::memory_order_release);
+    capturing_.store(!captures_.empty(), std::memory_order_release);
+    engaged_.store(!captures_.empty() || !owners_.empty(), std::memory_order_release);
   }
 
   memkit::cuda_backend& backend_;
+  std::atomic<bool> capturing_{false};
   std::atomic<bool> engaged_{false};
   std::mutex mutex_;               // guards everything below; never held across an allocator call
   std::vector<capture> captures_;  // under way, in the order they began
@@ -366,7 +368,7 @@ device_allocator& get_device_allocator(int device, const char* function) {
 MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
   const call_timer timer;
   device_allocator& d = get_device_allocator(device, "torch_malloc");
-  if (d.graphs.is_engaged()) [[unlikely]] {
+  if (d.graphs.is_capturing()) [[unlikely]] {
     void* pointer = nullptr;
     if (d.graphs.allocate(static_cast<std::size_t>(size), stream, &pointer)) return pointer;
   }
