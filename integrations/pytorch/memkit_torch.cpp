@@ -249,6 +249,14 @@ class graph_pools {
     return true;
   }
 
+  // Adds every pool's counters to `total` (their peaks too: the sum bounds the peak of
+  // the sum).
+  void add_statistics(memkit::statistics& total) {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, pool] : pools_) add(total, pool->allocator.get_statistics());
+    for (const auto& pool : doomed_) add(total, pool->allocator.get_statistics());
+  }
+
   // Whether a pool holds the block.
   bool owns(memkit::address_t address) {
     std::lock_guard lock(mutex_);
@@ -263,6 +271,27 @@ class graph_pools {
     stream_filter accepts;  // empty: every stream
     graph_pool* pool;
   };
+
+  static void add(memkit::statistics& total, const memkit::statistics& s) {
+    total.active_bytes += s.active_bytes;
+    total.peak_active_bytes += s.peak_active_bytes;
+    total.requested_bytes += s.requested_bytes;
+    total.peak_requested_bytes += s.peak_requested_bytes;
+    total.cached_bytes += s.cached_bytes;
+    total.reserved_bytes += s.reserved_bytes;
+    total.peak_reserved_bytes += s.peak_reserved_bytes;
+    total.allocations += s.allocations;
+    total.frees += s.frees;
+    total.cache_hits += s.cache_hits;
+    total.backend_allocations += s.backend_allocations;
+    total.backend_frees += s.backend_frees;
+    total.maps += s.maps;
+    total.unmaps += s.unmaps;
+    total.retries += s.retries;
+    total.out_of_memory += s.out_of_memory;
+    total.live_blocks += s.live_blocks;
+    total.segments += s.segments;
+  }
 
   void unuse(graph_pool* pool) {
     std::unique_ptr<graph_pool> gone;
@@ -308,6 +337,12 @@ struct device_allocator {
       : backend(memkit::cuda_options{.device = device}),
         allocator(backend, get_options(device)),
         graphs(backend) {}
+  // The device allocator's counters with the graph pools'.
+  memkit::statistics get_statistics() {
+    memkit::statistics s = allocator.get_statistics();
+    graphs.add_statistics(s);
+    return s;
+  }
   memkit::cuda_backend backend;
   memkit::allocator allocator;
   graph_pools graphs;
@@ -528,7 +563,7 @@ MEMKIT_TORCH_API int memkit_torch_get_statistics(int device, memkit_statistics* 
   if (device < 0 || device >= kMaxDevices) return -1;
   device_allocator* d = devices[device].load(std::memory_order_acquire);
   if (!d) return -1;
-  *out = memkit::capi::to_c_statistics(d->allocator.get_statistics());
+  *out = memkit::capi::to_c_statistics(d->get_statistics());
   return 0;
 }
 
@@ -658,8 +693,7 @@ MEMKIT_TORCH_API int memkit_torch_get_statistics_array(int device, std::uint64_t
                                      std::to_string(count) + ", the fields are " +
                                      std::to_string(memkit::capi::statistics_fields.size()));
     }
-    const memkit::statistics s =
-        get_used_device_allocator(device, function).allocator.get_statistics();
+    const memkit::statistics s = get_used_device_allocator(device, function).get_statistics();
     for (size_t i = 0; i < count; ++i) out[i] = memkit::capi::statistics_fields[i].get(s);
   });
 }

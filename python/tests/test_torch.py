@@ -78,8 +78,11 @@ def test_cuda_graphs_capture_into_a_private_pool():
                 model(x)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
+        reserved = mt.memory_reserved()
         with torch.cuda.graph(graph):
             y = model(x)
+        # The pool's memory is the graph's own, and memkit's statistics count it.
+        assert mt.memory_reserved() > reserved, (mt.memory_reserved(), reserved)
         for i in range(10):
             x.copy_(torch.randn(64, 1024, device="cuda"))
             eager = [torch.full((64, 4096), float(i), device="cuda") for _ in range(8)]
