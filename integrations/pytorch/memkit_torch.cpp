@@ -376,6 +376,11 @@ struct call_timer {
   }
 };
 
+// At the first allocation: PyTorch's hooks (memkit_torch_install_hooks), when PyTorch's
+// current allocator is a CUDAPluggableAllocator, so that a program that installs this
+// library with torch.cuda.memory.CUDAPluggableAllocator alone gets them too.
+void install_hooks_once();
+
 // Made once and never destroyed: PyTorch frees tensors during interpreter exit, after
 // static destructors and the CUDA runtime's teardown may have run.
 device_allocator& get_device_allocator(int device, const char* function) {
@@ -387,12 +392,16 @@ device_allocator& get_device_allocator(int device, const char* function) {
   if (device_allocator* d = devices[device].load(std::memory_order_acquire)) [[likely]] {
     return *d;
   }
-  std::lock_guard lock(create_mutex);
-  device_allocator* d = devices[device].load(std::memory_order_relaxed);
-  if (!d) {
-    d = new device_allocator(device);
-    devices[device].store(d, std::memory_order_release);
+  device_allocator* d = nullptr;
+  {
+    std::lock_guard lock(create_mutex);
+    d = devices[device].load(std::memory_order_relaxed);
+    if (!d) {
+      d = new device_allocator(device);
+      devices[device].store(d, std::memory_order_release);
+    }
   }
+  install_hooks_once();
   return *d;
 }
 
@@ -439,6 +448,8 @@ namespace {
 // library builds without PyTorch; a PyTorch whose methods take other types has other
 // names, and then nothing is set.
 constexpr const char* kCurrentAllocator = "_ZN3c104cuda20CUDACachingAllocator9allocatorE";
+constexpr const char* kPluggableVtable =
+    "_ZTVN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocatorE";
 constexpr const char* kSetRecordStream =
     "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator20set_record_stream_"
     "fnESt8functionIFvPvP11CUstream_stEE";
@@ -514,7 +525,14 @@ void install_hooks() {
   const auto set_reset = reinterpret_cast<setter<void()>>(find(torch_cuda.handle, kSetResetFn));
   const auto set_fraction =
       reinterpret_cast<setter<void(double, int)>>(find(torch_cuda.handle, kSetMemoryFractionFn));
-  if (!self) throw memkit::unavailable(std::string(function) + "PyTorch has no CUDA allocator yet");
+  // The setters are the pluggable class's: its object starts with a pointer into its
+  // vtable, past the offset-to-top and type-info entries.
+  const auto* vtable = static_cast<const char*>(find(torch_cuda.handle, kPluggableVtable));
+  if (!self || *static_cast<const void* const*>(self) != vtable + 2 * sizeof(void*)) {
+    throw memkit::unavailable(std::string(function) +
+                              "PyTorch's current CUDA allocator is not a CUDAPluggableAllocator "
+                              "(torch.cuda.memory.change_current_allocator comes first)");
+  }
 
   set_record_stream(self, [](void* pointer, cudaStream_t stream) {
     memkit_torch_record_stream(pointer, get_pointer_device(pointer), stream);
@@ -545,6 +563,17 @@ void install_hooks() {
     get_device_allocator(device, "torch_set_memory_fraction")
         .allocator.set_memory_limit(
             static_cast<std::size_t>(fraction * static_cast<double>(properties.totalGlobalMem)));
+  });
+}
+
+void install_hooks_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      install_hooks();
+    } catch (const memkit::error&) {
+      // No PyTorch, or its allocator is not this library's: nothing to hook.
+    }
   });
 }
 

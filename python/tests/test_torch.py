@@ -149,3 +149,29 @@ def test_empty_cache_and_memory_fraction_reach_memkit():
         total = torch.cuda.get_device_properties(0).total_memory
         assert mt.get_memory_limit() == int(0.25 * total), mt.get_memory_limit()
     """)
+
+
+def test_plain_pluggable_allocator_gets_the_hooks_at_its_first_allocation():
+    # As a program that installs the library with CUDAPluggableAllocator alone does.
+    require_cuda_library()
+    run_program("""
+        import torch
+        from memkit import _cuda
+        allocator = torch.cuda.memory.CUDAPluggableAllocator(
+            _cuda.library_path(), "memkit_torch_malloc", "memkit_torch_free")
+        torch.cuda.memory.change_current_allocator(allocator)
+        model = torch.nn.Linear(512, 512).cuda()
+        x = torch.randn(16, 512, device="cuda")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            model(x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = model(x)
+        eager = torch.full((16, 512), 3.0, device="cuda")
+        graph.replay()
+        assert torch.allclose(y, model(x), atol=1e-4)
+        assert bool((eager == 3.0).all())
+    """)
