@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -176,7 +177,9 @@ class graph_pools {
       }
       if (captures_.empty()) {
         frees.swap(deferred_);
+        if (!doomed_.empty()) fold_peaks();
         gone.swap(doomed_);
+        recount_pools();
       }
       update();
     }
@@ -190,7 +193,11 @@ class graph_pools {
       auto it = pools_.find(id);
       if (it == pools_.end()) return;
       it->second->released = true;
-      if (it->second->users == 0) gone = take_out(it);
+      if (it->second->users == 0) {
+        fold_peaks();
+        gone = take_out(it);
+        recount_pools();
+      }
       update();
     }
   }
@@ -205,6 +212,7 @@ class graph_pools {
       }
       if (!pool) return false;
       pool->users++;  // it stays while the request is served outside the lock
+      fold_peaks();
     }
     memkit::allocation a;
     try {
@@ -223,6 +231,7 @@ class graph_pools {
     } else {
       pool->users--;  // size 0: nothing to own
     }
+    recount_pools();
     update();
     *out = reinterpret_cast<void*>(a.address);
     return true;
@@ -243,18 +252,33 @@ class graph_pools {
       }
       pool = it->second;
       owners_.erase(it);
+      fold_peaks();
     }
     pool->allocator.free(address);
     unuse(pool);
     return true;
   }
 
-  // Adds every pool's counters to `total` (their peaks too: the sum bounds the peak of
-  // the sum).
-  void add_statistics(memkit::statistics& total) {
+  // The device allocator's counters `device` with the pools': their sums, and peaks of
+  // the sums (see fold_peaks).
+  memkit::statistics add_statistics(const memkit::statistics& device) {
     std::lock_guard lock(mutex_);
-    for (const auto& [id, pool] : pools_) add(total, pool->allocator.get_statistics());
-    for (const auto& pool : doomed_) add(total, pool->allocator.get_statistics());
+    memkit::statistics s = device;
+    add(s, pools_now_);
+    s.peak_active_bytes =
+        std::max(combined_.peak_active_bytes, device.peak_active_bytes + pools_now_.active_bytes);
+    s.peak_requested_bytes = std::max(combined_.peak_requested_bytes,
+                                      device.peak_requested_bytes + pools_now_.requested_bytes);
+    s.peak_reserved_bytes = std::max(combined_.peak_reserved_bytes,
+                                     device.peak_reserved_bytes + pools_now_.reserved_bytes);
+    return s;
+  }
+
+  // After the device allocator's peaks were reset: the peaks of the sums are the sums now.
+  void reset_peaks() {
+    std::lock_guard lock(mutex_);
+    combined_ = {};
+    fold_peaks();
   }
 
   // Whether a pool holds the block.
@@ -263,7 +287,8 @@ class graph_pools {
     return owners_.count(address) != 0;
   }
 
-  explicit graph_pools(memkit::cuda_backend& backend) : backend_(backend) {}
+  graph_pools(memkit::cuda_backend& backend, memkit::allocator& device)
+      : backend_(backend), device_(device) {}
 
  private:
   struct capture {
@@ -293,6 +318,27 @@ class graph_pools {
     total.segments += s.segments;
   }
 
+  // The peaks of device + pools: the pools' memory changes only here (in a pool's
+  // call), so before each change the device allocator's peak since the last one, plus
+  // the pools' counters of that while, is a peak of the sum; then the device
+  // allocator's peaks start again from its current values.
+  void fold_peaks() {
+    const memkit::statistics d = device_.get_statistics();
+    combined_.peak_active_bytes =
+        std::max(combined_.peak_active_bytes, d.peak_active_bytes + pools_now_.active_bytes);
+    combined_.peak_requested_bytes = std::max(combined_.peak_requested_bytes,
+                                              d.peak_requested_bytes + pools_now_.requested_bytes);
+    combined_.peak_reserved_bytes =
+        std::max(combined_.peak_reserved_bytes, d.peak_reserved_bytes + pools_now_.reserved_bytes);
+    device_.reset_peak();
+  }
+  // After a change: the pools' counters summed.
+  void recount_pools() {
+    pools_now_ = {};
+    for (const auto& entry : pools_) add(pools_now_, entry.second->allocator.get_statistics());
+    for (const auto& pool : doomed_) add(pools_now_, pool->allocator.get_statistics());
+  }
+
   void unuse(graph_pool* pool) {
     std::unique_ptr<graph_pool> gone;
     std::lock_guard lock(mutex_);
@@ -304,6 +350,7 @@ class graph_pools {
         }
       }
     }
+    recount_pools();
     update();
   }
   // A released pool without blocks: out of the map, destroyed by the caller after the
@@ -322,6 +369,7 @@ class graph_pools {
   }
 
   memkit::cuda_backend& backend_;
+  memkit::allocator& device_;  // the device's allocator, for the peaks of the sums
   std::atomic<bool> capturing_{false};
   std::atomic<bool> engaged_{false};
   std::mutex mutex_;               // guards everything below; never held across an allocator call
@@ -330,19 +378,17 @@ class graph_pools {
   std::unordered_map<memkit::address_t, graph_pool*> owners_;  // live blocks of the pools
   std::vector<memkit::address_t> deferred_;          // the device allocator's, freed in a capture
   std::vector<std::unique_ptr<graph_pool>> doomed_;  // released during a capture
+  memkit::statistics pools_now_;  // the pools' counters summed, as of their last change
+  memkit::statistics combined_;   // its peak_*: of device + pools, up to that change
 };
 
 struct device_allocator {
   explicit device_allocator(int device)
       : backend(memkit::cuda_options{.device = device}),
         allocator(backend, get_options(device)),
-        graphs(backend) {}
+        graphs(backend, allocator) {}
   // The device allocator's counters with the graph pools'.
-  memkit::statistics get_statistics() {
-    memkit::statistics s = allocator.get_statistics();
-    graphs.add_statistics(s);
-    return s;
-  }
+  memkit::statistics get_statistics() { return graphs.add_statistics(allocator.get_statistics()); }
   memkit::cuda_backend backend;
   memkit::allocator allocator;
   graph_pools graphs;
@@ -634,7 +680,11 @@ device_allocator& get_used_device_allocator(int device, const char* function) {
 }  // namespace
 
 MEMKIT_TORCH_API int memkit_torch_reset_peak(int device) {
-  return guarded([&] { get_device_allocator(device, "torch_reset_peak").allocator.reset_peak(); });
+  return guarded([&] {
+    device_allocator& d = get_device_allocator(device, "torch_reset_peak");
+    d.allocator.reset_peak();
+    d.graphs.reset_peaks();
+  });
 }
 
 // Gives every cached segment back to CUDA.
