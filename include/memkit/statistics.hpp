@@ -30,4 +30,27 @@ struct statistics {
   friend bool operator==(const statistics&, const statistics&) = default;
 };
 
+// Adds the counters of `s` to `total`, field by field; peaks too (a sum of peaks bounds
+// the peak of the sum: a caller that knows better sets them after).
+inline void add_counters(statistics& total, const statistics& s) {
+  total.active_bytes += s.active_bytes;
+  total.peak_active_bytes += s.peak_active_bytes;
+  total.requested_bytes += s.requested_bytes;
+  total.peak_requested_bytes += s.peak_requested_bytes;
+  total.cached_bytes += s.cached_bytes;
+  total.reserved_bytes += s.reserved_bytes;
+  total.peak_reserved_bytes += s.peak_reserved_bytes;
+  total.allocations += s.allocations;
+  total.frees += s.frees;
+  total.cache_hits += s.cache_hits;
+  total.backend_allocations += s.backend_allocations;
+  total.backend_frees += s.backend_frees;
+  total.maps += s.maps;
+  total.unmaps += s.unmaps;
+  total.retries += s.retries;
+  total.out_of_memory += s.out_of_memory;
+  total.live_blocks += s.live_blocks;
+  total.segments += s.segments;
+}
+
 }  // namespace memkit

@@ -264,7 +264,7 @@ class graph_pools {
   memkit::statistics add_statistics(const memkit::statistics& device) {
     std::lock_guard lock(mutex_);
     memkit::statistics s = device;
-    add(s, pools_now_);
+    memkit::add_counters(s, pools_now_);
     s.peak_active_bytes =
         std::max(combined_.peak_active_bytes, device.peak_active_bytes + pools_now_.active_bytes);
     s.peak_requested_bytes = std::max(combined_.peak_requested_bytes,
@@ -297,27 +297,6 @@ class graph_pools {
     graph_pool* pool;
   };
 
-  static void add(memkit::statistics& total, const memkit::statistics& s) {
-    total.active_bytes += s.active_bytes;
-    total.peak_active_bytes += s.peak_active_bytes;
-    total.requested_bytes += s.requested_bytes;
-    total.peak_requested_bytes += s.peak_requested_bytes;
-    total.cached_bytes += s.cached_bytes;
-    total.reserved_bytes += s.reserved_bytes;
-    total.peak_reserved_bytes += s.peak_reserved_bytes;
-    total.allocations += s.allocations;
-    total.frees += s.frees;
-    total.cache_hits += s.cache_hits;
-    total.backend_allocations += s.backend_allocations;
-    total.backend_frees += s.backend_frees;
-    total.maps += s.maps;
-    total.unmaps += s.unmaps;
-    total.retries += s.retries;
-    total.out_of_memory += s.out_of_memory;
-    total.live_blocks += s.live_blocks;
-    total.segments += s.segments;
-  }
-
   // The peaks of device + pools: the pools' memory changes only here (in a pool's
   // call), so before each change the device allocator's peak since the last one, plus
   // the pools' counters of that while, is a peak of the sum; then the device
@@ -335,8 +314,10 @@ class graph_pools {
   // After a change: the pools' counters summed.
   void recount_pools() {
     pools_now_ = {};
-    for (const auto& entry : pools_) add(pools_now_, entry.second->allocator.get_statistics());
-    for (const auto& pool : doomed_) add(pools_now_, pool->allocator.get_statistics());
+    for (const auto& entry : pools_)
+      memkit::add_counters(pools_now_, entry.second->allocator.get_statistics());
+    for (const auto& pool : doomed_)
+      memkit::add_counters(pools_now_, pool->allocator.get_statistics());
   }
 
   void unuse(graph_pool* pool) {

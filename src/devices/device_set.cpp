@@ -144,23 +144,7 @@ statistics device_set::get_total_statistics() const {
   const state& s = *state_;
   statistics total;
   for (const auto& a : s.allocators) {
-    const statistics d = a->get_statistics();
-    total.active_bytes += d.active_bytes;
-    total.requested_bytes += d.requested_bytes;
-    total.peak_requested_bytes += d.peak_requested_bytes;
-    total.cached_bytes += d.cached_bytes;
-    total.reserved_bytes += d.reserved_bytes;
-    total.allocations += d.allocations;
-    total.frees += d.frees;
-    total.cache_hits += d.cache_hits;
-    total.backend_allocations += d.backend_allocations;
-    total.backend_frees += d.backend_frees;
-    total.maps += d.maps;
-    total.unmaps += d.unmaps;
-    total.retries += d.retries;
-    total.out_of_memory += d.out_of_memory;
-    total.live_blocks += d.live_blocks;
-    total.segments += d.segments;
+    add_counters(total, a->get_statistics());
   }
   total.peak_active_bytes = std::max(s.peak_active.load(), total.active_bytes);
   total.peak_reserved_bytes = std::max(s.budget.peak_held.load(), total.reserved_bytes);
