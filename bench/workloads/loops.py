@@ -662,3 +662,137 @@ def resnet50_prefetch(device, seed):
         pending.append(make_batch())
         return loss_fn(model(x), y)
     return _train_step(model, optimizer, forward, bf16=True)
+
+
+# A fourth batch, added after the others and tuned on by no figure: a model compiled with
+# torch.compile, segmentation at a size drawn per step, a two-tower contrastive model,
+# inference from several Python threads at once (a stream each), MoE inference of varying
+# shape, and fp16 mixed precision with a gradient scaler.
+
+@loop("gpt2_compile_train", "GPT-2-style decoder (4 layers, 768 wide) compiled with "
+      "torch.compile (Inductor, default mode), batch 8 x 512 tokens, bf16 autocast, AdamW")
+def gpt2_compile_train(device, seed):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config(n_layer=4)
+    model = GPT2LMHeadModel(config).to(device)
+    model.train()
+    compiled = torch.compile(model)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        tokens = torch.randint(0, config.vocab_size, (8, 512), device=device, generator=g)
+        return compiled(input_ids=tokens, labels=tokens).loss
+    return _train_step(model, _adamw(model), forward, bf16=True)
+
+
+@loop("deeplabv3_multiscale_bf16", "torchvision DeepLabV3-ResNet-50 segmentation, batch 8, "
+      "image size drawn from 320, 384, 448, 512 px each step, bf16 autocast, SGD")
+def deeplabv3_multiscale(device, seed):
+    import torchvision
+    model = torchvision.models.segmentation.deeplabv3_resnet50(
+        weights=None, weights_backbone=None, num_classes=21).to(device)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        size = rng.choice((320, 384, 448, 512))
+        x = torch.randn(8, 3, size, size, device=device, generator=g)
+        y = torch.randint(0, 21, (8, size, size), device=device, generator=g)
+        return loss_fn(model(x)["out"], y)
+    return _train_step(model, optimizer, forward, bf16=True)
+
+
+@loop("clip_train_varlen", "CLIP-style image (ViT-B/32) and text towers (transformers), "
+      "contrastive loss, batch 64 at 224 px, caption length drawn from 8..77 each step, "
+      "bf16 autocast, AdamW")
+def clip_train(device, seed):
+    from transformers import CLIPConfig, CLIPModel
+    config = CLIPConfig()
+    model = CLIPModel(config).to(device)
+    model.train()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        ids = torch.randint(0, config.text_config.vocab_size, (64, rng.randint(8, 77)),
+                            device=device, generator=g)
+        pixels = torch.randn(64, 3, 224, 224, device=device, generator=g)
+        return model(input_ids=ids, pixel_values=pixels, return_loss=True).loss
+    return _train_step(model, _adamw(model), forward, bf16=True)
+
+
+@loop("resnet18_threads_infer", "torchvision ResNet-18 inference in fp16 from 4 Python threads "
+      "at once, each on its own CUDA stream with a batch drawn from 1..32, no_grad")
+def resnet18_threads_infer(device, seed):
+    from concurrent.futures import ThreadPoolExecutor
+    import torchvision
+    model = torchvision.models.resnet18(weights=None).to(device=device,
+                                                         dtype=torch.float16).eval()
+    lanes = 4
+    streams = [torch.cuda.Stream(device=device) for _ in range(lanes)]
+    rngs = [random.Random(seed + k) for k in range(lanes)]
+    generators = [torch.Generator(device=device).manual_seed(seed + k) for k in range(lanes)]
+    pool = ThreadPoolExecutor(lanes)
+
+    def lane(k):
+        with torch.no_grad(), torch.cuda.stream(streams[k]):
+            x = torch.randn(rngs[k].randint(1, 32), 3, 224, 224, device=device,
+                            dtype=torch.float16, generator=generators[k])
+            return model(x).float().sum()
+
+    def step():
+        sums = list(pool.map(lane, range(lanes)))
+        main = torch.cuda.current_stream(device)
+        for s, total in zip(streams, sums):
+            main.wait_stream(s)
+            total.record_stream(main)
+        return torch.stack(sums).sum()
+    return step
+
+
+@loop("mixtral_infer_varlen", "Mixtral-style MoE decoder (6 layers, 8 experts, top 2) in bf16, "
+      "one forward pass without grad, batch drawn from 1..16 and length from 64..1024 each step")
+def mixtral_infer(device, seed):
+    from transformers import MixtralConfig, MixtralForCausalLM
+    config = MixtralConfig(hidden_size=512, intermediate_size=1024, num_hidden_layers=6,
+                           num_attention_heads=8, num_key_value_heads=4, num_local_experts=8,
+                           num_experts_per_tok=2, vocab_size=32000, max_position_embeddings=2048)
+    model = MixtralForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
+    model.config.use_cache = False
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        tokens = torch.randint(0, config.vocab_size, (rng.randint(1, 16), rng.randint(64, 1024)),
+                               device=device, generator=g)
+        return model(input_ids=tokens).logits.float().mean()
+    return step
+
+
+@loop("resnet50_amp_fp16", "torchvision ResNet-50, batch 128 at 224 px, channels_last, fp16 "
+      "autocast with a gradient scaler (torch.amp.GradScaler), SGD")
+def resnet50_amp_fp16(device, seed):
+    import torchvision
+    model = torchvision.models.resnet50(weights=None).to(device)
+    model = model.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda")
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        x = torch.randn(128, 3, 224, 224, device=device, generator=g)
+        x = x.contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (128,), device=device, generator=g)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.detach()
+    return step
