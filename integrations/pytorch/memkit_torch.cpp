@@ -50,9 +50,9 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 // MEMKIT_POLICY (automatic | segments | arena), MEMKIT_ARENA_SLACK (a fraction, e.g.
-// 0.02) and MEMKIT_PLAN_LOOPS (0 | 1) choose the allocator's options, as memkit
-// replay's --policy, --arena-slack and --plan-loops do; a bad value is an error naming the
-// variable.
+// 0.02), MEMKIT_PLAN_LOOPS and MEMKIT_THREAD_CACHE (0 | 1) choose the allocator's
+// options, as memkit replay's --policy, --arena-slack and --plan-loops do; a bad value is
+// an error naming the variable.
 memkit::allocator_options get_options_from_environment() {
   memkit::allocator_options options;
   if (const char* policy = std::getenv("MEMKIT_POLICY")) {
@@ -77,14 +77,18 @@ memkit::allocator_options get_options_from_environment() {
     }
     options.arena_slack = value;
   }
-  if (const char* plan = std::getenv("MEMKIT_PLAN_LOOPS")) {
-    const std::string value = plan;
+  auto read_switch = [](const char* variable, bool& option) {
+    const char* text = std::getenv(variable);
+    if (!text) return;
+    const std::string value = text;
     if (value != "0" && value != "1") {
-      throw memkit::invalid_argument("[memkit::torch_malloc] MEMKIT_PLAN_LOOPS='" + value +
-                                     "': expected 0 or 1");
+      throw memkit::invalid_argument("[memkit::torch_malloc] " + std::string(variable) + "='" +
+                                     value + "': expected 0 or 1");
     }
-    options.plan_loops = value == "1";
-  }
+    option = value == "1";
+  };
+  read_switch("MEMKIT_PLAN_LOOPS", options.plan_loops);
+  read_switch("MEMKIT_THREAD_CACHE", options.thread_cache);
   return options;
 }
 

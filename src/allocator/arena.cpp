@@ -375,6 +375,27 @@ block* arena::take_online(std::size_t size, queue_id queue, request& r) {
   return b;
 }
 
+template <class Visit>
+void arena::visit_idle(Visit&& visit) {
+  // The current plan's region keeps its idle pages for the plan's next blocks: taken
+  // elsewhere, they would be taken back in its next repetition, and pages would move
+  // every step. So they come after every other idle page.
+  std::uint32_t kept_first = 1, kept_last = 0;  // none
+  if (!regions_.empty() && is_current(*regions_.back())) {
+    kept_first = first_page(regions_.back()->placeholder);
+    kept_last = last_page(regions_.back()->placeholder);
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::uint32_t j = pages_.get_idle_tail(); j != page_map::kNone;) {
+      const std::uint32_t newer = pages_.get(j).prev_idle;  // visit may unlink j
+      const bool kept = j >= kept_first && j <= kept_last;
+      if (kept == (pass == 1) && !visit(j)) return;
+      j = newer;
+    }
+    if (kept_first > kept_last) return;  // no region: the first pass saw every page
+  }
+}
+
 bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r) {
   const std::size_t g = page_size_;
   const std::uint32_t first = first_page(b);
@@ -401,17 +422,18 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   // Idle pages that could move once this queue's work completes, oldest first; the
   // serial of the free that makes enough of them movable.
   std::vector<std::uint64_t> waiting;
-  for (std::uint32_t j = pages_.get_idle_tail(); j != page_map::kNone && stolen.size() < to_steal;
-       j = pages_.get(j).prev_idle) {
+  visit_idle([&](std::uint32_t j) {
+    if (stolen.size() >= to_steal) return false;
     const page_map::page& p = pages_.get(j);
-    if (j >= first && j <= last) continue;
+    if (j >= first && j <= last) return true;
     // Unmapping is not ordered on any queue: the work that used the page must be
     // complete, even on this very queue.
     if (fences_.is_safe(p.queue, p.free_serial))
       stolen.push_back(j);
     else if (p.queue == queue)
       waiting.push_back(p.free_serial);
-  }
+    return true;
+  });
   const std::size_t creates = need - stolen.size();
   r.past_slack = stolen.size() + (creates > room_pages ? creates - room_pages : 0);
   r.wait_would_help = creates > room_pages && !waiting.empty();
@@ -625,10 +647,9 @@ std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) co
 
 arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>& out) {
   page_counts counts;
-  for (std::uint32_t j = pages_.get_idle_tail();
-       j != page_map::kNone && counts.released * page_size_ < bytes;) {
+  visit_idle([&](std::uint32_t j) {
+    if (counts.released * page_size_ >= bytes) return false;
     page_map::page& p = pages_.at(j);
-    const std::uint32_t newer = p.prev_idle;
     if (fences_.is_safe(p.queue, p.free_serial)) {
       out.push_back({j, p.physical, j});
       pages_.unlink_idle(j);
@@ -638,8 +659,8 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
       counts.released++;
       counts.unmapped++;
     }
-    j = newer;
-  }
+    return true;
+  });
   return counts;
 }
 

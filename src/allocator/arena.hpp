@@ -120,8 +120,8 @@ class arena {
   // The serial of the free on `queue` after which `pages` more idle pages (or all
   // there are) have completed work; 0 when none waits on that queue.
   std::uint64_t calculate_wait_serial(queue_id queue, std::size_t pages) const;
-  // Takes such idle pages out, least recently used first, until at least `bytes`
-  // are (or none is left).
+  // Takes such idle pages out, least recently used first (the current plan's region's
+  // last), until at least `bytes` are (or none is left).
   page_counts release_idle(std::size_t bytes, std::vector<page_plan>& out);
   // Without the lock: unmaps (where stolen_from is set) and releases the pages.
   void give_back(const std::vector<page_plan>& pages);
@@ -178,6 +178,10 @@ class arena {
   pools::block* take_online(std::size_t size, queue_id queue, request& r);
   // Counts the pages under a placed block and plans the ones to map (see take).
   bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
+  // Calls visit(page) for each idle page, least recently used first and the current
+  // region's last, until it returns false; visit may unlink the page it is given.
+  template <class Visit>
+  void visit_idle(Visit&& visit);
   pools::block* take_most_mapped(std::size_t size, queue_id queue, queue_id* previous_queue);
   pools::block* take_tightest_run(std::size_t size, queue_id queue, queue_id* previous_queue);
   std::uint32_t page_of(std::size_t offset) const {

@@ -137,7 +137,9 @@ bool loop_plan::revive(std::uint64_t serial) {
 void loop_plan::follow() {
   // The region is asked for once the plan held for a whole repetition, and
   // followed from a repetition's start once it exists.
-  if (region_bytes_ == 0 && cycles_ >= 2 && (cycles_ - 1) * sizes_.size() >= kMinHeld)
+  if (region_bytes_ == 0 && cycles_ >= 2 &&
+      ((cycles_ - 1) * sizes_.size() >= kMinHeld ||
+       (sizes_.size() >= kLongPeriod && cycles_ >= kLongPeriodCycles)))
     region_bytes_ = planned_height_;
   if (phase_ == phase::waiting && position_ == 0 && region_ready_) phase_ = phase::following;
   if (phase_ == phase::following) offset_ = offsets_[position_];

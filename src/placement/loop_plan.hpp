@@ -73,6 +73,10 @@ class loop_plan {
   // Requests a plan must follow without a miss before its region is made: a
   // repetition inside the loop (equal layers) rarely lasts this long.
   static constexpr std::size_t kMinHeld = 1024;
+  // ... or, for a period this long (a whole step rather than a layer), this many
+  // repetitions.
+  static constexpr std::size_t kLongPeriod = 128;
+  static constexpr std::uint64_t kLongPeriodCycles = 3;
   static constexpr std::int64_t kGoodEnough = 200;    // greedy within LOAD / 200: no search
   static constexpr double kSearchSeconds = 0.05;      // otherwise search this long, once a period
   static constexpr std::size_t kMaxSearches = 64;     // periods searched at most

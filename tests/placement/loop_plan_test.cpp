@@ -151,6 +151,24 @@ TEST(loop_plan, a_repeating_step_is_learned_and_followed) {
   EXPECT_EQ(p.plan.get_losses(), 0u);
 }
 
+// A whole step of many requests asks for its region after a few repetitions, not
+// after kMinHeld requests: a shorter repetition (a layer) may be a stretch of a longer
+// loop, a step of this length rarely is, and a region made late moves its pages in
+// the steps that follow.
+TEST(loop_plan, a_long_step_asks_for_its_region_sooner) {
+  std::vector<block> long_step;  // varied_step's pattern over 160 requests
+  for (std::size_t k = 0; k < 160; ++k)
+    long_step.push_back({4096 * (1 + k * 37 % 160), k * 7 % (160 - k)});
+  ASSERT_GE(long_step.size(), loop_plan::kLongPeriod);
+  program p;
+  p.steps(long_step, 8);
+  ASSERT_EQ(p.plan.get_phase(), loop_plan::phase::following);
+  EXPECT_EQ(p.plan.get_period(), long_step.size());
+  EXPECT_LT(p.region_at, 8 * long_step.size());
+  EXPECT_LT(p.region_at, p.plan.get_period() * 2 + loop_plan::kMinHeld)
+      << "sooner than a short period's hold";
+}
+
 TEST(loop_plan, planned_offsets_do_not_overlap_and_fit_the_region) {
   for (const auto& step : {varied_step(), nested_step(), layered_step()}) {
     program p;
