@@ -422,18 +422,19 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   // Idle pages that could move once this queue's work completes, oldest first; the
   // serial of the free that makes enough of them movable.
   std::vector<std::uint64_t> waiting;
-  visit_idle([&](std::uint32_t j) {
-    if (stolen.size() >= to_steal) return false;
-    const page_map::page& p = pages_.get(j);
-    if (j >= first && j <= last) return true;
-    // Unmapping is not ordered on any queue: the work that used the page must be
-    // complete, even on this very queue.
-    if (fences_.is_safe(p.queue, p.free_serial))
-      stolen.push_back(j);
-    else if (p.queue == queue)
-      waiting.push_back(p.free_serial);
-    return true;
-  });
+  if (to_steal > 0) {  // only then: the walk may pass over all the region's pages first
+    visit_idle([&](std::uint32_t j) {
+      const page_map::page& p = pages_.get(j);
+      if (j >= first && j <= last) return true;
+      // Unmapping is not ordered on any queue: the work that used the page must be
+      // complete, even on this very queue.
+      if (fences_.is_safe(p.queue, p.free_serial))
+        stolen.push_back(j);
+      else if (p.queue == queue)
+        waiting.push_back(p.free_serial);
+      return stolen.size() < to_steal;
+    });
+  }
   const std::size_t creates = need - stolen.size();
   r.past_slack = stolen.size() + (creates > room_pages ? creates - room_pages : 0);
   r.wait_would_help = creates > room_pages && !waiting.empty();
@@ -647,8 +648,8 @@ std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) co
 
 arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>& out) {
   page_counts counts;
+  if (bytes == 0) return counts;
   visit_idle([&](std::uint32_t j) {
-    if (counts.released * page_size_ >= bytes) return false;
     page_map::page& p = pages_.at(j);
     if (fences_.is_safe(p.queue, p.free_serial)) {
       out.push_back({j, p.physical, j});
@@ -659,7 +660,7 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
       counts.released++;
       counts.unmapped++;
     }
-    return true;
+    return counts.released * page_size_ < bytes;
   });
   return counts;
 }
