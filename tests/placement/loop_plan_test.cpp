@@ -101,10 +101,13 @@ std::vector<block> cut_step() {
 
 // Forward blocks live until their mirror in the backward half (nested), each backward
 // request a small temporary: every plan is at least the sum of the forward blocks.
-std::vector<block> nested_step() {
+// `width` forward blocks (7 and width coprime: their sizes differ), then as many
+// temporaries.
+std::vector<block> nested_step(std::size_t width = 20) {
   std::vector<block> blocks;
-  for (std::size_t k = 0; k < 20; ++k) blocks.push_back({65536 * (1 + k * 7 % 20), 39 - 2 * k});
-  for (std::size_t k = 0; k < 20; ++k) blocks.push_back({512 * (1 + k), 0});
+  for (std::size_t k = 0; k < width; ++k)
+    blocks.push_back({65536 * (1 + k * 7 % width), 2 * width - 1 - 2 * k});
+  for (std::size_t k = 0; k < width; ++k) blocks.push_back({512 * (1 + k), 0});
   return blocks;
 }
 
@@ -156,11 +159,9 @@ TEST(loop_plan, a_repeating_step_is_learned_and_followed) {
 // loop, a step of this length rarely is, and a region made late moves its pages in
 // the steps that follow.
 TEST(loop_plan, a_long_step_asks_for_its_region_sooner) {
-  // nested_step over 160 requests: its plan needs no search (greedy is at LOAD), so
+  // A nested step of 160 requests: its plan needs no search (greedy is at LOAD), so
   // when it comes does not depend on the machine's speed.
-  std::vector<block> long_step;
-  for (std::size_t k = 0; k < 80; ++k) long_step.push_back({65536 * (1 + k * 7 % 80), 159 - 2 * k});
-  for (std::size_t k = 0; k < 80; ++k) long_step.push_back({512 * (1 + k), 0});
+  const std::vector<block> long_step = nested_step(80);
   ASSERT_GE(long_step.size(), loop_plan::kLongPeriod);
   program p;
   p.steps(long_step, 8);
