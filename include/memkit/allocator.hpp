@@ -37,9 +37,8 @@
 //             pages or more: to the shortest mapped run that holds it, so longer
 //             runs stay whole), else where they are most mapped, also inside a
 //             larger free range; past the slack it waits for the
-//             oldest fences that free enough idle pages (on whichever queues
-//             freed them; one is recorded after each free that leaves pages
-//             idle), never for the whole queue.
+//             oldest fence that frees enough idle pages (one is recorded after
+//             each free that leaves pages idle), never for the whole queue.
 //             The small pool beside it shares the slack: it grows by releasing
 //             idle pages past it (waiting once for their work, as the arena
 //             does), and its empty segments go back before pages move or grow

@@ -265,7 +265,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
   arena::loop_note loop_note;  // the loop plan sees the request once, however often retried
   for (;;) {
     enum { grow, map_pages, release, refresh, wait } plan = grow;
-    std::uint64_t wait_serial = 0;  // past the arena's slack: wait for frees up to here
+    std::uint64_t wait_serial = 0;  // past the arena's slack: wait for this queue up to here
     released_memory released;
     arena::request request;
     {
@@ -313,9 +313,8 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
                 released);
             plan = release;
           } else if (request.wait_would_help && !waited) {
-            // Growing past the slack while idle pages only wait for earlier work
-            // (this queue's or another's): wait for it once rather than hold more
-            // memory.
+            // Growing past the slack while idle pages only wait for this queue's
+            // earlier work: wait for it once rather than hold more memory.
             wait_serial = request.wait_serial;
             abandon();
             plan = wait;
@@ -354,11 +353,11 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
           if (!released.pages.empty() || !released.segments.empty()) {
             trimmed = true;
             plan = release;
-          } else if (!waited &&
-                     (wait_serial = vm->calculate_wait_serial(
-                          common::round_up(over, vm->get_page_size()) / vm->get_page_size())) > 0) {
-            // As the arena does past the slack: wait once for the work that holds
-            // idle pages, then release them.
+          } else if (!waited && (wait_serial = vm->calculate_wait_serial(
+                                     queue, common::round_up(over, vm->get_page_size()) /
+                                                vm->get_page_size())) > 0) {
+            // As the arena does past the slack: wait once for this queue's work that
+            // holds idle pages, then release them.
             plan = wait;
             stats.retries++;
           } else {
@@ -390,9 +389,10 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       continue;
     }
     if (plan == wait) {
-      // Past the slack, the work up to the free that gives enough idle pages.
+      // Past the slack, only the requesting queue's own work: never a wait on
+      // another queue's progress.
       if (wait_serial > 0)
-        wait_for_free_serial(wait_serial);
+        wait_for_free_serial(queue, wait_serial);
       else
         wait_for_queued_work();
       waited = true;
@@ -518,14 +518,14 @@ void allocator::state::record_fence(queue_id queue, std::uint64_t serial) {
   fences.record(queue, serial, value);
 }
 
-void allocator::state::wait_for_free_serial(std::uint64_t serial) {
+void allocator::state::wait_for_free_serial(queue_id queue, std::uint64_t serial) {
   refresh_fences();  // records a fence covering every free so far
-  std::vector<fence> oldest;
+  std::optional<fence> oldest;
   {
     std::lock_guard lock(mutex);
-    oldest = fences.find_covering(serial);
+    oldest = fences.find_covering(queue, serial);
   }
-  for (const fence& f : oldest) device.wait(f);
+  if (oldest) device.wait(*oldest);
   refresh_fences();
 }
 

@@ -342,7 +342,7 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
     return false;
   }
   b->loop_serial = note.serial;
-  return plan_pages(b, room, r);
+  return plan_pages(b, queue, room, r);
 }
 
 block* arena::take_online(std::size_t size, queue_id queue, request& r) {
@@ -396,7 +396,7 @@ void arena::visit_idle(Visit&& visit) {
   }
 }
 
-bool arena::plan_pages(block* b, const budget& room, request& r) {
+bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r) {
   const std::size_t g = page_size_;
   const std::uint32_t first = first_page(b);
   const std::uint32_t last = last_page(b);
@@ -411,7 +411,7 @@ bool arena::plan_pages(block* b, const budget& room, request& r) {
         ++need;
     }
   }
-  // Idle pages elsewhere, least recently used first, whose work completed,
+  // Idle pages elsewhere, least recently used first, that this queue may take,
   // for the pages that new ones cannot give within the slack over the peak in
   // use: every stolen page is an unmap now and likely a map again later.
   std::vector<std::uint32_t> stolen;
@@ -419,9 +419,8 @@ bool arena::plan_pages(block* b, const budget& room, request& r) {
   const std::size_t in_use = room.in_use;
   const std::size_t room_pages = growth_room > in_use ? (growth_room - in_use) / g : 0;
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
-  // Idle pages that could move once queued work completes (this queue's or
-  // another's: waiting beats holding more memory); the serial of the free that
-  // makes enough of them movable.
+  // Idle pages that could move once this queue's work completes, oldest first; the
+  // serial of the free that makes enough of them movable.
   std::vector<std::uint64_t> waiting;
   if (to_steal > 0) {  // only then: the walk may pass over all the region's pages first
     visit_idle([&](std::uint32_t j) {
@@ -431,7 +430,7 @@ bool arena::plan_pages(block* b, const budget& room, request& r) {
       // complete, even on this very queue.
       if (fences_.is_safe(p.queue, p.free_serial))
         stolen.push_back(j);
-      else
+      else if (p.queue == queue)
         waiting.push_back(p.free_serial);
       return stolen.size() < to_steal;
     });
@@ -636,12 +635,13 @@ std::size_t arena::calculate_releasable() const {
   return pages * page_size_;
 }
 
-std::uint64_t arena::calculate_wait_serial(std::size_t pages) const {
+std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) const {
   std::vector<std::uint64_t> waiting;
   for (std::uint32_t j = pages_.get_idle_tail(); j != page_map::kNone;
        j = pages_.get(j).prev_idle) {
     const page_map::page& p = pages_.get(j);
-    if (!fences_.is_safe(p.queue, p.free_serial)) waiting.push_back(p.free_serial);
+    if (p.queue == queue && !fences_.is_safe(p.queue, p.free_serial))
+      waiting.push_back(p.free_serial);
   }
   return serial_freeing(waiting, pages);
 }

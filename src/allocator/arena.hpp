@@ -63,8 +63,8 @@ class arena {
     std::size_t past_slack = 0;     // pages it steals or creates past the slack's room
     std::size_t shortfall = 0;      // bytes over the limit, when it failed
     bool must_wait = false;         // another thread is mapping one of its pages
-    bool wait_would_help = false;   // past the slack, while idle pages wait on queued work
-    std::uint64_t wait_serial = 0;  // then: frees (on any queue) up to here give enough of them
+    bool wait_would_help = false;   // past the slack, while idle pages wait on this queue's work
+    std::uint64_t wait_serial = 0;  // then: frees on this queue up to here give enough of them
   };
 
   // One program request as the loop plan saw it: noted once, however often the
@@ -117,9 +117,9 @@ class arena {
 
   // Bytes of idle pages whose work completed.
   std::size_t calculate_releasable() const;
-  // The serial of the free after which `pages` more idle pages (or all there are)
-  // have completed work; 0 when none waits.
-  std::uint64_t calculate_wait_serial(std::size_t pages) const;
+  // The serial of the free on `queue` after which `pages` more idle pages (or all
+  // there are) have completed work; 0 when none waits on that queue.
+  std::uint64_t calculate_wait_serial(queue_id queue, std::size_t pages) const;
   // Takes such idle pages out, least recently used first (the current plan's region's
   // last), until at least `bytes` are (or none is left).
   page_counts release_idle(std::size_t bytes, std::vector<page_plan>& out);
@@ -177,7 +177,7 @@ class arena {
   const plan_region* find_region(const pools::block* placeholder) const;
   pools::block* take_online(std::size_t size, queue_id queue, request& r);
   // Counts the pages under a placed block and plans the ones to map (see take).
-  bool plan_pages(pools::block* b, const budget& room, request& r);
+  bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
   // Calls visit(page) for each idle page, least recently used first and the current
   // region's last, until it returns false; visit may unlink the page it is given.
   template <class Visit>

@@ -54,20 +54,11 @@ void fence_tracker::record(queue_id queue, serial_t serial, fence_value value) {
     qs.records.push_back({serial, value});
 }
 
-std::vector<fence> fence_tracker::find_covering(serial_t serial) const {
-  std::vector<fence> fences;
-  for (queue_id q = 0; q < queues_.size(); ++q) {
-    // The queue's latest free up to `serial` is at most this.
-    const serial_t latest = std::min(serial, queues_[q].last_free_serial);
-    if (latest <= safe_serial_[q]) continue;
-    for (const queue_record& record : queues_[q].records) {
-      if (record.serial >= latest) {
-        fences.push_back({q, record.value});
-        break;
-      }
-    }
+std::optional<fence> fence_tracker::find_covering(queue_id queue, serial_t serial) const {
+  for (const queue_record& record : queues_[queue].records) {
+    if (record.serial >= serial) return fence{queue, record.value};
   }
-  return fences;
+  return std::nullopt;
 }
 
 std::vector<fence> fence_tracker::get_newest(std::optional<queue_id> only) const {

@@ -59,9 +59,8 @@ class fence_tracker {
   // A fence with `value` on `queue` for its frees up to `serial` (bounded: past
   // kMaxRecords outstanding, the newest stands for those before it).
   void record(queue_id queue, serial_t serial, fence_value value);
-  // Of each queue whose frees up to `serial` are not all safe, the oldest
-  // outstanding fence that covers them.
-  std::vector<fence> find_covering(serial_t serial) const;
+  // The oldest outstanding fence on `queue` covering frees up to `serial`.
+  std::optional<fence> find_covering(queue_id queue, serial_t serial) const;
   // The newest outstanding fence of each queue (of `only`, if given).
   std::vector<fence> get_newest(std::optional<queue_id> only) const;
 

@@ -132,10 +132,10 @@ struct allocator::state {
   // free that left arena pages idle while pages move (arena::free), so that those
   // pages can move later without draining the queue.
   void record_fence(queue_id queue, std::uint64_t serial);
-  // Waits, without the lock, until blocks freed up to `serial` are safe: on each
-  // queue's oldest fence that covers them, so that the work queued after it keeps
+  // Waits, without the lock, until blocks freed on `queue` up to `serial` are safe:
+  // on the oldest fence that covers them, so that the work queued after it keeps
   // the device busy (waiting on the newest would drain the queue).
-  void wait_for_free_serial(std::uint64_t serial);
+  void wait_for_free_serial(queue_id queue, std::uint64_t serial);
   bool has_unsafe_blocks() const;
   std::size_t calculate_releasable() const;
   // Cached memory to give back: whole idle segments and idle arena pages.

@@ -47,11 +47,10 @@ TEST(arena_fences, one_queue_joins_a_pending_range_to_its_safe_neighbour) {
   alloc.free(d.address);
 }
 
-// With a second queue, memory pending on the first stays apart from fresh memory
-// (with room in the slack: past it, the second queue would wait for the first's work).
+// With a second queue, memory pending on the first stays apart from fresh memory.
 TEST(arena_fences, a_second_queue_finds_fresh_memory_without_waiting) {
   sim_backend device(two_queues());
-  allocator alloc(device, arena_options(4.0));
+  allocator alloc(device, arena_options(0.02));
   const allocation a = alloc.allocate(8 * MiB, 0);
   device.submit(0);
   alloc.free(a.address);

@@ -80,28 +80,6 @@ TEST(arena_pages, an_idle_page_moves_only_once_the_work_that_used_it_completed) 
   alloc.free(c.address);
 }
 
-// Pages another queue left idle are no different: past the slack a request waits
-// for that queue's work rather than grow (a loop whose threads each use their own
-// stream grew 27% past its peak under device lag while they waited for nothing).
-TEST(arena_pages, past_the_slack_it_waits_for_another_queues_work_rather_than_grow) {
-  sim_options o;
-  o.capacity = std::size_t{1} << 30;
-  sim_backend device(o);
-  allocator alloc(device, {.policy = pool_policy::arena, .validate = true, .thread_cache = false});
-  const allocation a = alloc.allocate(8 * MiB, 0);
-  const allocation b = alloc.allocate(8 * MiB, 0);
-  const std::uint64_t reading_a = device.submit(0);
-  const std::uint64_t other_work = device.submit(2);
-  alloc.free(a.address);
-  const allocation c = alloc.allocate(12 * MiB, 1);
-  EXPECT_EQ(device.get_completed(0), reading_a) << "it waited for queue 0's work";
-  EXPECT_LT(device.get_completed(2), other_work) << "and for no queue that held no page";
-  EXPECT_EQ(alloc.get_statistics().reserved_bytes, 20 * MiB) << "rather than grow past the peak";
-  EXPECT_EQ(alloc.get_statistics().retries, 1u);
-  alloc.free(b.address);
-  alloc.free(c.address);
-}
-
 TEST(arena_pages, with_room_in_the_slack_it_grows_instead_of_waiting) {
   sim_options o;
   o.capacity = std::size_t{1} << 30;

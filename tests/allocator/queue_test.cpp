@@ -36,8 +36,7 @@ TEST_P(queue_reuse, same_queue_reuses_at_once) {
 
 TEST_P(queue_reuse, block_behind_unfinished_fence_is_not_handed_to_another_queue) {
   sim_backend device(small_device());
-  // Room to grow: past the arena's slack queue 1 would wait for queue 0's work.
-  allocator alloc(device, {.policy = GetParam(), .validate = true, .arena_slack = 1.0});
+  allocator alloc(device, {.policy = GetParam(), .validate = true});
   const allocation a = alloc.allocate(8 << 20, 0);
   const std::uint64_t work = device.submit(0);
   alloc.free(a.address);

@@ -158,8 +158,7 @@ TEST(handle, record_use_holds_memory_until_the_other_queue_passes) {
 
 TEST(handle, buffers_go_back_through_the_allocators_queue_ordered_free) {
   sim_backend device(device_options());
-  // Room to grow: past the arena's slack queue 1 would wait for queue 0's work.
-  allocator memory(device, {.validate = true, .arena_slack = 1.0});
+  allocator memory(device, {.validate = true});
   context arrays(memory, {.buffer_bytes = std::size_t{4} << 20, .empty_buffers_kept = 0});
   encoder work(arrays, [&](const batch&) { return device.submit(0); });
   handle a = arrays.empty(std::size_t{3} << 20);  // a dedicated buffer

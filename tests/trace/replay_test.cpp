@@ -42,10 +42,9 @@ TEST(trace_replay, device_lag_counts_the_events_of_every_stream) {
   for (int k = 1; k <= 20; ++k) text += "a," + std::to_string(k) + ",4096,0\n";
   text += "a,100,33554432,0\n";  // the same size on the main stream
   const trace_data trace = parse(text, "side.csv");
-  replay_options soon;  // with room to grow: past the slack the main stream would wait
+  replay_options soon;
   soon.device_lag = 8;
-  soon.arena_slack = 4.0;
-  replay_options late = soon;
+  replay_options late;
   late.device_lag = 1000;
   const replay_result reused = replay(trace, soon);
   const replay_result grown = replay(trace, late);
