@@ -42,6 +42,7 @@ struct replay_settings {
   std::string granularity_text = "2MiB";
   double arena_slack = trace::replay_options{}.arena_slack;
   bool plan_loops = trace::replay_options{}.plan_loops;
+  bool order_queues = trace::replay_options{}.order_queues;
   std::uint32_t device_lag = 0;
   std::uint64_t lag_seed = 0;
   bool min_capacity = false;
@@ -258,6 +259,7 @@ void run_replay(const replay_settings& settings) {
   options.validate = settings.validate;
   options.arena_slack = settings.arena_slack;
   options.plan_loops = settings.plan_loops;
+  options.order_queues = settings.order_queues;
   options.device_lag = settings.device_lag;
   options.lag_seed = settings.lag_seed;
   if (settings.device_lag > 0 && options.device != backend_kind::sim) {
@@ -381,6 +383,12 @@ void add_replay_command(CLI::App& app) {
                    "arena: learn a repeating loop and place its blocks from a plan of one "
                    "repetition (default: the allocator's own, true); false places every block "
                    "online")
+      ->capture_default_str();
+  command
+      ->add_option("--order-queues", settings->order_queues,
+                   "sim: before growing, order a stream after the others' pending frees (a "
+                   "device-side wait) and reuse their blocks at once (default: the allocator's "
+                   "own, true); false reuses another stream's free only once its fence completes")
       ->capture_default_str();
   command
       ->add_option("--device-lag", settings->device_lag,

@@ -64,8 +64,12 @@
 //             region when that is empty and high enough (regions are as high as
 //             the highest plan kept), so that shapes share their pages.
 //   fences    a block freed on queue q is reusable at once on q; on another
-//             queue once a fence recorded on q after the free completes
-//             (allocator/fences.hpp: the safe serial and fences of each queue).
+//             queue r once a fence recorded on q after the free completes, or
+//             (order_queues, where the backend has queue_ordering) once r's later
+//             work waits for that fence on the device: a request that would
+//             otherwise grow first orders r after the other queues' frees so far
+//             (one fence and one device wait per queue) and retries
+//             (allocator/fences.hpp: the safe and ordered serials of each queue).
 //   thread    each thread parks up to 2 MiB of small freed blocks and serves its
 //   caches    own repeats from them without the lock (allocator/thread_cache.hpp);
 //             and holds back the arena block (<= 1 MiB) it freed last until its
@@ -139,6 +143,12 @@ struct allocator_options {
   // of one repetition puts them, so that its steady state moves no page
   // (placement/loop_plan.hpp). Off: every block is placed online.
   bool plan_loops = true;
+  // Where the backend can make one queue's work wait for another's on the device
+  // (device_facts::queue_ordering): before growing, a request orders its queue after
+  // the other queues' pending frees and reuses their blocks at once (as
+  // cudaMallocAsync's internal dependencies do). Off: another queue's free is
+  // reused only once its fence completes.
+  bool order_queues = true;
   // Non-empty: record every successful allocate and free to this file, as a memkit
   // trace that `memkit replay` reads back (see start_recording).
   std::string record_path = {};

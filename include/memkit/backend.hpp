@@ -27,6 +27,7 @@ struct device_facts {
   std::uint32_t queue_count = 1;  // queues 0 .. queue_count-1 exist
   bool unified = false;           // host and device views are one pointer
   bool virtual_memory = false;    // reserve_range / create_page / map / unmap work
+  bool queue_ordering = false;    // order_after works: one queue waits for another's fence
 };
 
 class backend {
@@ -44,6 +45,11 @@ class backend {
   virtual fence_value get_submitted(queue_id queue) = 0;
   virtual fence_value get_completed(queue_id queue) const = 0;
   virtual void wait(fence f) = 0;
+  // Makes work submitted to `queue` from now on start only after fence `f` (of
+  // another queue) completes, on the device, without blocking the host. False
+  // where the backend cannot (get_facts().queue_ordering is false, or the queue
+  // cannot take the dependency now); then nothing changed.
+  virtual bool order_after(queue_id /*queue*/, fence /*f*/) { return false; }
 
   // Residency: the allocator tells the backend how many bytes it may keep wired.
   virtual void set_wired_limit(std::size_t /*bytes*/) {}
@@ -80,6 +86,7 @@ class forwarded_memory : public backend {
     return upstream_.get_completed(queue);
   }
   void wait(fence f) override { upstream_.wait(f); }
+  bool order_after(queue_id queue, fence f) override { return upstream_.order_after(queue, f); }
   void set_wired_limit(std::size_t bytes) override { upstream_.set_wired_limit(bytes); }
   address_t reserve_range(std::size_t bytes) override { return upstream_.reserve_range(bytes); }
   void release_range(address_t base, std::size_t bytes) override {

@@ -44,6 +44,9 @@ typedef struct memkit_statistics {
   uint64_t retries, out_of_memory;
   size_t live_blocks, segments;
   uint64_t maps, unmaps; /* pages mapped and unmapped by the virtual-memory arena */
+  /* queues made to wait, on the device, for another queue's work, so that blocks it
+     freed could be reused at once */
+  uint64_t queue_orders;
 } memkit_statistics;
 
 /* The version of the library, "MAJOR.MINOR.PATCH". */

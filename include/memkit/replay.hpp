@@ -33,6 +33,7 @@ struct replay_options {
   pool_policy policy = allocator_options{}.policy;       // where large blocks live
   double arena_slack = allocator_options{}.arena_slack;  // allocator_options::arena_slack
   bool plan_loops = allocator_options{}.plan_loops;      // allocator_options::plan_loops
+  bool order_queues = allocator_options{}.order_queues;  // allocator_options::order_queues
   bool validate = allocator_options{}.validate;  // check the invariants after every operation
   std::uint32_t device_lag = 0;  // sim only: events a stream's work finishes after it is issued
   std::uint64_t lag_seed = 0;    // with device_lag: 0 fixed; else each event's lag is drawn

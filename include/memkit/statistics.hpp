@@ -23,6 +23,7 @@ struct statistics {
   std::uint64_t maps = 0;                 // pages mapped (arena)
   std::uint64_t unmaps = 0;               // pages unmapped (arena)
   std::uint64_t retries = 0;              // waits for queued work before retrying
+  std::uint64_t queue_orders = 0;         // queues made to wait for another's fence on the device
   std::uint64_t out_of_memory = 0;        // requests that ended in out_of_memory
   std::size_t live_blocks = 0;            // blocks handed out and not freed
   std::size_t segments = 0;               // segments held
@@ -48,6 +49,7 @@ inline void add_counters(statistics& total, const statistics& s) {
   total.maps += s.maps;
   total.unmaps += s.unmaps;
   total.retries += s.retries;
+  total.queue_orders += s.queue_orders;
   total.out_of_memory += s.out_of_memory;
   total.live_blocks += s.live_blocks;
   total.segments += s.segments;

@@ -50,8 +50,9 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 // MEMKIT_POLICY (automatic | segments | arena), MEMKIT_ARENA_SLACK (a fraction, e.g.
-// 0.02), MEMKIT_PLAN_LOOPS and MEMKIT_THREAD_CACHE (0 | 1) choose the allocator's
-// options, as memkit replay's --policy, --arena-slack and --plan-loops do; a bad value is
+// 0.02), MEMKIT_PLAN_LOOPS, MEMKIT_THREAD_CACHE and MEMKIT_ORDER_QUEUES (0 | 1) choose
+// the allocator's options, as memkit replay's --policy, --arena-slack, --plan-loops and
+// --order-queues do; a bad value is
 // an error naming the variable.
 memkit::allocator_options get_options_from_environment() {
   memkit::allocator_options options;
@@ -89,6 +90,7 @@ memkit::allocator_options get_options_from_environment() {
   };
   read_switch("MEMKIT_PLAN_LOOPS", options.plan_loops);
   read_switch("MEMKIT_THREAD_CACHE", options.thread_cache);
+  read_switch("MEMKIT_ORDER_QUEUES", options.order_queues);
   return options;
 }
 

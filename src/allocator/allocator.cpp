@@ -24,8 +24,8 @@ allocator::state::state(backend& b, const allocator_options& options)
     : device(b),
       facts(b.get_facts()),
       fences(std::max<std::uint32_t>(facts.queue_count, 1)),
-      small(true, fences.get_safe_serials()),
-      large(false, fences.get_safe_serials()),
+      small(true, fences.get_reuse_view()),
+      large(false, fences.get_reuse_view()),
       id(next_allocator_id++) {
   if (facts.max_buffer == 0) facts.max_buffer = facts.capacity;
   memory_limit = options.memory_limit ? options.memory_limit : facts.capacity;
@@ -33,6 +33,7 @@ allocator::state::state(backend& b, const allocator_options& options)
   wired_limit = options.wired_limit;
   validating = options.validate;
   thread_caching = options.thread_cache;
+  ordering_queues = options.order_queues && facts.queue_ordering && facts.queue_count > 1;
 #ifdef MEMKIT_VALIDATE_DEFAULT
   validating = true;
 #endif
@@ -262,9 +263,10 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
   bool backend_full = false;
   bool trimmed = false;        // released past the slack: idle pages for the small pool, or
                                // empty small segments for the arena
+  bool ordered = false;        // this queue was ordered after the others' pending frees
   arena::loop_note loop_note;  // the loop plan sees the request once, however often retried
   for (;;) {
-    enum { grow, map_pages, release, refresh, wait } plan = grow;
+    enum { grow, map_pages, release, refresh, order, wait } plan = grow;
     std::uint64_t wait_serial = 0;  // past the arena's slack: wait for this queue up to here
     released_memory released;
     arena::request request;
@@ -312,6 +314,11 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
                     std::min(stats.reserved_bytes, request.past_slack * vm->get_page_size()),
                 released);
             plan = release;
+          } else if (request.past_slack > 0 && may_order(ordered, queue)) {
+            // Blocks other queues freed, still pending there, are reusable at once
+            // once this queue's work waits for theirs on the device.
+            abandon();
+            plan = order;
           } else if (request.wait_would_help && !waited) {
             // Growing past the slack while idle pages only wait for this queue's
             // earlier work: wait for it once rather than hold more memory.
@@ -339,6 +346,9 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       } else if (!refreshed && has_unsafe_blocks()) {
         // Polling fences costs far less than new memory: learn what completed first.
         plan = refresh;
+      } else if (may_order(ordered, queue)) {
+        // So does ordering this queue after the others' pending frees.
+        plan = order;
       } else if (!in_arena && shortfall == 0) {
         plan = grow;
         // Beside an arena the small pool grows within the arena's slack too: idle
@@ -386,6 +396,11 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
     if (plan == refresh) {
       refresh_fences();
       refreshed = true;
+      continue;
+    }
+    if (plan == order) {
+      order_after_other_queues(queue);
+      ordered = true;
       continue;
     }
     if (plan == wait) {
@@ -492,6 +507,36 @@ void allocator::state::refresh_fences() {
     merge_unmerged_locked();
     if (validating) validate_locked();
   }
+}
+
+bool allocator::state::may_order(bool ordered, queue_id queue) const {
+  return !ordered && ordering_queues && !fences.find_unordered(queue).empty();
+}
+
+void allocator::state::order_after_other_queues(queue_id queue) {
+  std::vector<queue_id> others;
+  std::vector<std::uint64_t> frees;  // each one's frees so far
+  {
+    std::lock_guard lock(mutex);
+    others = fences.find_unordered(queue);
+    for (queue_id q : others) frees.push_back(fences.get_last_free_serial(q));
+  }
+  // A fence on each other queue now covers its frees so far (their work was
+  // submitted before them); this queue's later work waits for it.
+  std::vector<std::uint64_t> values(others.size());
+  std::vector<char> waits(others.size());
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    values[i] = device.get_submitted(others[i]);
+    waits[i] = device.order_after(queue, {others[i], values[i]});
+  }
+  std::lock_guard lock(mutex);
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    fences.record(others[i], frees[i], values[i]);
+    if (!waits[i]) continue;
+    fences.note_ordered(queue, others[i], frees[i]);
+    stats.queue_orders++;
+  }
+  if (validating) validate_locked();
 }
 
 void allocator::state::merge_unmerged_locked() {

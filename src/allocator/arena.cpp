@@ -180,7 +180,7 @@ arena::arena(backend& device, const fence_tracker& fences, double slack, address
       size_(size),
       page_size_(page_size),
       page_shift_(static_cast<std::uint32_t>(std::countr_zero(page_size))),
-      range_(false, fences.get_safe_serials()) {
+      range_(false, fences.get_reuse_view()) {
   if (!std::has_single_bit(page_size)) {
     throw invalid_argument("[memkit::arena] a page of " + std::to_string(page_size) +
                            " bytes: pages must be a power of two");
@@ -254,7 +254,7 @@ void arena::make_region(queue_id queue) {
   if (!place) place = range_.take(span + page_size_, queue);
   if (!place) return;  // no addresses: the loop stays online
   loop_.set_region_ready();
-  auto region = std::make_unique<plan_region>(fences_.get_safe_serials());
+  auto region = std::make_unique<plan_region>(fences_.get_reuse_view());
   region->placeholder = place;
   const std::size_t start = common::round_up(place->offset, page_size_);
   region->pool.set_index_by_address(true);
@@ -302,7 +302,7 @@ block* arena::take_planned(std::uint64_t offset, std::size_t size, queue_id queu
     }
     return nullptr;
   }
-  if (free_range->queue != queue && !pool.is_safe(free_range)) return nullptr;
+  if (!pool.is_usable(free_range, queue)) return nullptr;
   return pool.take_at(free_range, offset, size, queue, previous_queue);
 }
 

@@ -155,7 +155,7 @@ class arena {
   // A region where a learned loop's blocks go: a pool over a block of the range
   // that the range keeps live (a placeholder, not an allocation).
   struct plan_region {
-    explicit plan_region(const std::uint64_t* safe_serial) : pool(false, safe_serial) {}
+    explicit plan_region(pools::reuse_view reuse) : pool(false, reuse) {}
     pools::block* placeholder = nullptr;  // its place in the range
     pools::segment_pool pool;             // the planned blocks, at the plan's offsets
   };

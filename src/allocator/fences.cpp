@@ -12,6 +12,16 @@ bool fence_tracker::has_unsafe_frees() const {
   return false;
 }
 
+std::vector<queue_id> fence_tracker::find_unordered(queue_id queue) const {
+  std::vector<queue_id> unordered;
+  for (queue_id q = 0; q < queues_.size(); ++q) {
+    const serial_t reusable =
+        std::max(safe_serial_[q], ordered_serial_[queue * queues_.size() + q]);
+    if (q != queue && queues_[q].last_free_serial > reusable) unordered.push_back(q);
+  }
+  return unordered;
+}
+
 fence_tracker::refresh_plan fence_tracker::plan_refresh(serial_t serial_now) const {
   refresh_plan plan;
   plan.serial = serial_now;

@@ -3,12 +3,14 @@
 // get_completed, wait) without it. Design: include/memkit/allocator.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <vector>
 
 #include "memkit/types.hpp"
+#include "pools/segment_pool.hpp"
 
 namespace memkit {
 
@@ -25,7 +27,9 @@ struct queue_state {
 class fence_tracker {
  public:
   explicit fence_tracker(std::size_t queue_count)
-      : safe_serial_(queue_count, 0), queues_(queue_count) {}
+      : safe_serial_(queue_count, 0),
+        ordered_serial_(queue_count * queue_count, 0),
+        queues_(queue_count) {}
 
   std::size_t get_queue_count() const { return queues_.size(); }
   // Per queue: frees up to here are safe everywhere. Stable for the tracker's life
@@ -34,6 +38,19 @@ class fence_tracker {
   bool is_safe(queue_id queue, serial_t free_serial) const {
     return free_serial <= safe_serial_[queue];
   }
+  // What the pools read to know which frees a queue may reuse (stable, as above).
+  pools::reuse_view get_reuse_view() const {
+    return {safe_serial_.data(), ordered_serial_.data(), queues_.size()};
+  }
+  // Other queues with frees `queue` may not reuse yet: neither safe nor ordered.
+  std::vector<queue_id> find_unordered(queue_id queue) const;
+  // `queue`'s later work waits, on the device, for `after`'s work before its frees up
+  // to `serial`: those frees are reusable on `queue`.
+  void note_ordered(queue_id queue, queue_id after, serial_t serial) {
+    serial_t& ordered = ordered_serial_[queue * queues_.size() + after];
+    ordered = std::max(ordered, serial);
+  }
+  serial_t get_last_free_serial(queue_id queue) const { return queues_[queue].last_free_serial; }
   void note_free(queue_id queue, serial_t serial) { queues_[queue].last_free_serial = serial; }
   // Whether a free that idled pages should record a fence now: when none is
   // outstanding on `queue`, or the newest is kFreesPerFence frees old. Pages idled
@@ -72,6 +89,9 @@ class fence_tracker {
 
  private:
   std::vector<serial_t> safe_serial_;  // never resized: get_safe_serials stays valid
+  // [q * queues + a]: frees on a up to it are reusable on q (q waits for a's fence);
+  // never resized either
+  std::vector<serial_t> ordered_serial_;
   std::vector<queue_state> queues_;
 };
 

@@ -64,6 +64,7 @@ struct allocator::state {
   std::uint64_t free_serial = 0;    // frees so far
   std::uint64_t stamp_counter = 0;  // hand-outs so far: each live block's stamp
   bool validating = false;
+  bool ordering_queues = false;                  // order_queues and the backend has queue_ordering
   bool thread_caching = true;                    // small frees park in per-thread caches
   std::size_t small_max = pools::kSmallRequest;  // largest request of the small pool
   const std::uint64_t id;                        // unique per allocator, for thread-local lookup
@@ -118,6 +119,12 @@ struct allocator::state {
   allocation on_allocated(block* b, std::size_t bytes, bool hit);
   // `handed` receives the block, for the thread cache to remember.
   allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue, block** handed);
+  // Under the lock: whether `queue` (not ordered yet in this request) could be
+  // ordered after other queues' frees it may not reuse yet.
+  bool may_order(bool ordered, queue_id queue) const;
+  // Without the lock: makes `queue`'s later work wait, on the device, for the work
+  // before every other queue's frees so far, so that it may reuse those blocks now.
+  void order_after_other_queues(queue_id queue);
   // Whether to record a fence now (see arena::free): the pages it left idle can
   // then move without waiting for everything queued after this free.
   bool free_locked(block* b, address_t address);

@@ -56,7 +56,8 @@ memkit_statistics to_c_statistics(const statistics& s) {
                            s.live_blocks,
                            s.segments,
                            s.maps,
-                           s.unmaps};
+                           s.unmaps,
+                           s.queue_orders};
 }
 
 memkit_snapshot* make_c_snapshot(const std::vector<segment_view>& views) {

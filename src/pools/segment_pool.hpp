@@ -89,24 +89,40 @@ inline bool may_leave_unsplit(std::size_t block_size, std::size_t size, bool sma
   return rest < kQuantum || rest < std::min(size / 2, kSmallWaste);
 }
 
+// Which free blocks each queue may reuse (the fence tracker's arrays, stable for its
+// life): a block freed on queue a at serial s is usable on queue q when q == a, when
+// s <= safe[a] (a's work before the free completed), or when
+// s <= ordered[q * queue_count + a] (q's later work waits for that work on the device).
+struct reuse_view {
+  const serial_t* safe = nullptr;
+  const serial_t* ordered = nullptr;  // null: no queue is ordered after another
+  std::size_t queue_count = 0;
+};
+
 class segment_pool {
  public:
+  segment_pool(bool small, reuse_view reuse) : small_(small), reuse_(reuse) {}
   // safe_serial[q]: blocks freed on q with free_serial <= it are safe on every queue.
   segment_pool(bool small, const serial_t* safe_serial)
-      : small_(small), safe_serial_(safe_serial) {}
+      : segment_pool(small, reuse_view{safe_serial, nullptr, 0}) {}
   ~segment_pool();
   segment_pool(const segment_pool&) = delete;
   segment_pool& operator=(const segment_pool&) = delete;
 
-  bool is_safe(const block* b) const { return b->free_serial <= safe_serial_[b->queue]; }
+  bool is_safe(const block* b) const { return b->free_serial <= reuse_.safe[b->queue]; }
+  // Whether free block b may be reused on `queue` now (see reuse_view).
+  bool is_usable(const block* b, queue_id queue) const {
+    return b->queue == queue || is_safe(b) ||
+           (reuse_.ordered &&
+            b->free_serial <= reuse_.ordered[queue * reuse_.queue_count + b->queue]);
+  }
   // Whether carving `size` bytes from free block b takes its high end.
   bool place_high(const block* b, std::size_t size) const;
 
   // Hot path: the best free block usable on `queue`, split to `size`, now live.
   // `previous_queue`, when given, receives the queue the free block had.
   block* take(std::size_t size, queue_id queue, queue_id* previous_queue = nullptr) {
-    block* found =
-        placer_.find(size, [&](const block* b) { return b->queue == queue || is_safe(b); });
+    block* found = placer_.find(size, [&](const block* b) { return is_usable(b, queue); });
     if (!found) return nullptr;
     if (previous_queue) *previous_queue = found->queue;
     return carve(found, size, queue);
@@ -119,7 +135,7 @@ class segment_pool {
   template <class Also>
   block* take_where(std::size_t size, queue_id queue, Also&& also, queue_id* previous_queue) {
     block* found = placer_.find(size, [&](const block* b) {
-      if (b->queue != queue && !is_safe(b)) return false;
+      if (!is_usable(b, queue)) return false;
       const bool high = !may_leave_unsplit(b->size, size, small_) && place_high(b, size);
       return also(b, high ? b->offset + b->size - size : b->offset);
     });
@@ -131,8 +147,7 @@ class segment_pool {
   // smallest bins first, until it returns true.
   template <class Visit>
   void visit_usable(std::size_t size, queue_id queue, Visit&& visit) const {
-    placer_.visit_fits(
-        size, [&](const block* b) { return (b->queue == queue || is_safe(b)) && visit(b); });
+    placer_.visit_fits(size, [&](const block* b) { return is_usable(b, queue) && visit(b); });
   }
   // Carves `size` bytes starting at offset `start` inside free block b for `queue`.
   block* take_at(const block* b, std::uint64_t start, std::size_t size, queue_id queue,
@@ -204,7 +219,7 @@ class segment_pool {
   std::size_t page_size_ = 0;
   bool merge_by_queue_ = false;
   bool keep_top_apart_ = true;
-  const serial_t* safe_serial_;
+  reuse_view reuse_;
   placement::range_placer<block> placer_;
   std::vector<segment*> segments_;
   segment* idle_head_ = nullptr;  // most recently idle

@@ -52,6 +52,7 @@ nlohmann::json replay_json(const trace::report_section& section) {
   out["policy"] = policy_name(section.options.policy);
   out["arena_slack"] = section.options.arena_slack;
   out["plan_loops"] = section.options.plan_loops;
+  out["order_queues"] = section.options.order_queues;
   if (sim) {
     out["capacity_bytes"] = section.options.capacity;
     out["granularity_bytes"] = section.options.granularity;
@@ -92,6 +93,7 @@ nlohmann::json replay_json(const trace::report_section& section) {
     if (section.options.lag_seed) out["lag_seed"] = section.options.lag_seed;
     out["unfinished_waits"] = result.waits;
   }
+  out["queue_orders"] = result.final_statistics.queue_orders;
   out["ns_per_event"] = result.ns_per_event;
   if (result.has_unmaps_after_warmup)
     out["ns_per_event_after_warmup"] = result.ns_per_event_after_warmup;

@@ -34,9 +34,11 @@ TEST_P(queue_reuse, same_queue_reuses_at_once) {
   alloc.free(b.address);
 }
 
+// Without ordering between queues, another queue gets the block only once the
+// fence after its free completes.
 TEST_P(queue_reuse, block_behind_unfinished_fence_is_not_handed_to_another_queue) {
   sim_backend device(small_device());
-  allocator alloc(device, {.policy = GetParam(), .validate = true});
+  allocator alloc(device, {.policy = GetParam(), .validate = true, .order_queues = false});
   const allocation a = alloc.allocate(8 << 20, 0);
   const std::uint64_t work = device.submit(0);
   alloc.free(a.address);
@@ -68,9 +70,37 @@ TEST_P(queue_reuse, record_use_holds_the_block_for_the_other_queue_too) {
   alloc.free(c.address);
 }
 
-TEST_P(queue_reuse, pressure_waits_for_queued_work_then_retries) {
+// With ordering, another queue reuses it at once: its later work waits for the
+// fence on the device, and the host waits for nothing.
+TEST_P(queue_reuse, another_queue_reuses_a_pending_block_once_ordered_after_it) {
   sim_backend device(small_device());
   allocator alloc(device, {.policy = GetParam(), .validate = true});
+  const allocation a = alloc.allocate(8 << 20, 0);
+  const std::uint64_t work = device.submit(0);
+  alloc.free(a.address);
+  const statistics before = alloc.get_statistics();
+  const allocation b = alloc.allocate(8 << 20, 1);
+  EXPECT_EQ(b.address, a.address);
+  const statistics after = alloc.get_statistics();
+  EXPECT_EQ(after.queue_orders, before.queue_orders + 1);
+  EXPECT_EQ(after.backend_allocations, before.backend_allocations) << "no new memory";
+  EXPECT_EQ(after.retries, before.retries);
+  EXPECT_EQ(device.get_counters().orders, 1u);
+  EXPECT_EQ(device.get_counters().unfinished_waits, 0u);
+  // Queue 1's work from here on runs after queue 0's.
+  const std::uint64_t later = device.submit(1);
+  device.complete(1, later);
+  EXPECT_LT(device.get_completed(1), later);
+  device.complete(0, work);
+  device.complete(1, later);
+  EXPECT_EQ(device.get_completed(1), later);
+  alloc.free(b.address);
+}
+
+// Without ordering, pressure waits for the other queue's work instead.
+TEST_P(queue_reuse, pressure_waits_for_queued_work_then_retries) {
+  sim_backend device(small_device());
+  allocator alloc(device, {.policy = GetParam(), .validate = true, .order_queues = false});
   const allocation a = alloc.allocate(40 << 20, 0);
   device.submit(0);
   alloc.free(a.address);

@@ -1,6 +1,8 @@
 // memkit::allocator over the cuda backend: usable memory, stream-ordered reuse,
 // pooled pinned staging buffers.
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "cuda/cuda_test_support.hpp"
@@ -56,7 +58,7 @@ TEST_F(cuda_allocator_test, a_block_is_reused_at_once_on_its_own_stream) {
 
 TEST_F(cuda_allocator_test, another_stream_gets_other_memory_while_the_first_has_not_run) {
   cuda_backend device;
-  allocator alloc(device, {.validate = true});
+  allocator alloc(device, {.validate = true, .order_queues = false});
   const queue_id q1 = device.get_queue(first_);
   const queue_id q2 = device.get_queue(second_);
   const allocation a = alloc.allocate(1 << 20, q1);
@@ -68,6 +70,31 @@ TEST_F(cuda_allocator_test, another_stream_gets_other_memory_while_the_first_has
     alloc.free(b.address);
   }
   ASSERT_EQ(cudaStreamSynchronize(first_), cudaSuccess);
+}
+
+// With ordering (the default) the second stream reuses the block at once: its
+// later work waits for the first stream's on the device, not the host.
+TEST_F(cuda_allocator_test, another_stream_reuses_the_block_once_ordered_after_the_first) {
+  cuda_backend device;
+  allocator alloc(device, {.validate = true});
+  const queue_id q1 = device.get_queue(first_);
+  const queue_id q2 = device.get_queue(second_);
+  const allocation a = alloc.allocate(2 << 20, q1);  // one whole page: no room beside it
+  std::uint64_t after = 0;
+  {
+    stream_gate gate(first_);
+    alloc.free(a.address);
+    const allocation b = alloc.allocate(2 << 20, q2);
+    EXPECT_EQ(b.address, a.address);
+    EXPECT_EQ(alloc.get_statistics().queue_orders, 1u);
+    EXPECT_EQ(device.get_counters().orders, 1u);
+    after = device.get_submitted(q2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_LT(device.get_completed(q2), after) << "second_ waits for first_, which is held";
+    alloc.free(b.address);
+  }
+  device.wait({q2, after});
+  EXPECT_GE(device.get_completed(q2), after);
 }
 
 TEST_F(cuda_allocator_test, a_block_recorded_on_another_stream_waits_for_it) {

@@ -44,14 +44,21 @@ TEST(trace_replay, device_lag_counts_the_events_of_every_stream) {
   const trace_data trace = parse(text, "side.csv");
   replay_options soon;
   soon.device_lag = 8;
-  replay_options late;
+  soon.order_queues = false;
+  replay_options late = soon;
   late.device_lag = 1000;
+  replay_options ordered = late;
+  ordered.order_queues = true;  // the default
   const replay_result reused = replay(trace, soon);
   const replay_result grown = replay(trace, late);
-  ASSERT_TRUE(reused.completed && grown.completed);
+  const replay_result reordered = replay(trace, ordered);
+  ASSERT_TRUE(reused.completed && grown.completed && reordered.completed);
   EXPECT_LT(reused.peak_reserved_bytes, 40 * kMiB)
       << "the side stream's free completed 8 events later: its pages serve the main stream";
   EXPECT_GE(grown.peak_reserved_bytes, 64 * kMiB) << "still in flight: new pages";
+  EXPECT_LT(reordered.peak_reserved_bytes, 40 * kMiB)
+      << "still in flight, but the main stream waits for it on the device";
+  EXPECT_EQ(reordered.final_statistics.queue_orders, 1u);
 }
 
 TEST(trace_replay, peak_live_of_a_small_trace) {

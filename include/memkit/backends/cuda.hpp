@@ -68,6 +68,7 @@ struct cuda_counters {
   std::uint64_t events_recorded = 0;
   std::uint64_t event_queries = 0;
   std::uint64_t waits = 0;
+  std::uint64_t orders = 0;  // cudaStreamWaitEvent calls (order_after)
   std::uint64_t pages_created = 0;
   std::uint64_t pages_released = 0;
   std::uint64_t maps = 0;
@@ -99,6 +100,7 @@ class cuda_backend final : public backend,
   std::uint64_t get_submitted(queue_id queue) override;
   std::uint64_t get_completed(queue_id queue) const override;
   void wait(fence f) override;
+  bool order_after(queue_id queue, fence f) override;
   void* get_host_pointer(address_t address) const override;
 
   address_t reserve_range(std::size_t bytes) override;

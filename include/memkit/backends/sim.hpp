@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -35,6 +36,7 @@ struct sim_options {
   // the work); true blocks until another thread calls complete().
   bool wait_blocks = false;
   bool virtual_memory = true;  // offer reserve / create / map / unmap
+  bool queue_ordering = true;  // offer order_after (a queue's later work waits for a fence)
   // Simulated device cost per call, in nanoseconds, for reports (defaults: what
   // each CUDA call costs on an H200, ../shared/device-costs.md).
   std::uint64_t segment_alloc_ns = 60'000;
@@ -47,6 +49,7 @@ struct sim_options {
   std::uint64_t unmap_ns = 21'000;
   std::uint64_t record_fence_ns = 220;  // cudaEventRecord
   std::uint64_t query_fence_ns = 170;   // cudaEventQuery
+  std::uint64_t order_ns = 220;         // cudaStreamWaitEvent (not measured: taken as a record's)
   // Keep the contents of every segment in host memory so transfers and kernels
   // work; off, they throw. Off by default: replays of large traces stay cheap.
   bool store_contents = false;
@@ -65,6 +68,7 @@ struct sim_counters {
   std::uint64_t unfinished_waits = 0;  // waits on a fence not yet complete: the host stalls
   std::uint64_t fence_queries = 0;
   std::uint64_t fences_recorded = 0;  // get_submitted calls
+  std::uint64_t orders = 0;           // order_after calls that made a queue wait on another
   std::size_t reserved_bytes = 0;
   std::size_t peak_reserved_bytes = 0;
   std::uint64_t ranges_reserved = 0;
@@ -101,6 +105,7 @@ class sim_backend final : public backend,
   std::uint64_t get_submitted(queue_id queue) override;
   std::uint64_t get_completed(queue_id queue) const override;
   void wait(fence f) override;
+  bool order_after(queue_id queue, fence f) override;
   void set_wired_limit(std::size_t bytes) override;
   address_t reserve_range(std::size_t bytes) override;
   void release_range(address_t base, std::size_t bytes) override;
@@ -152,6 +157,16 @@ class sim_backend final : public backend,
   std::condition_variable completed_cv_;
   std::vector<std::uint64_t> submitted_;  // per queue
   std::vector<std::uint64_t> completed_;  // per queue
+  // Per queue, its work ordered after other queues' fences, oldest first: work
+  // after `from` completes only once `after` has.
+  struct ordering {
+    std::uint64_t from;
+    fence after;
+  };
+  std::vector<std::deque<ordering>> orderings_;
+  // Completes `queue` up to `value`, or up to its first ordering still waiting
+  // (with run_orderings, completes the fences it waits for first: a host wait).
+  void complete_locked(queue_id queue, std::uint64_t value, bool run_orderings);
   std::map<address_t, std::size_t> segments_;
   struct range {
     address_t base;

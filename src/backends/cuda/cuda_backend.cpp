@@ -139,6 +139,7 @@ cuda_backend::cuda_backend(cuda_options options) : state_(std::make_unique<state
   f.alignment = 256;  // cudaMalloc's guarantee; blocks are 512-byte multiples anyway
   f.max_wired = f.capacity;
   f.queue_count = options.queue_count;
+  f.queue_ordering = options.queue_count > 1;
   f.unified = s.memory == cuda_memory::unified || s.memory == cuda_memory::pinned_host;
   const bool mapped_memory =
       s.memory == cuda_memory::device || s.memory == cuda_memory::communication;
@@ -215,10 +216,19 @@ void* cuda_backend::get_host_pointer(address_t address) const {
 
 cuda_counters cuda_backend::get_counters() const {
   const cuda_detail::atomic_counters& c = state_->counters;
-  return {c.segment_allocs.load(), c.segment_frees.load(),   c.failed_allocs.load(),
-          c.events_created.load(), c.events_recorded.load(), c.event_queries.load(),
-          c.waits.load(),          c.pages_created.load(),   c.pages_released.load(),
-          c.maps.load(),           c.access_sets.load(),     c.unmaps.load()};
+  return {c.segment_allocs.load(),
+          c.segment_frees.load(),
+          c.failed_allocs.load(),
+          c.events_created.load(),
+          c.events_recorded.load(),
+          c.event_queries.load(),
+          c.waits.load(),
+          c.orders.load(),
+          c.pages_created.load(),
+          c.pages_released.load(),
+          c.maps.load(),
+          c.access_sets.load(),
+          c.unmaps.load()};
 }
 
 }  // namespace memkit

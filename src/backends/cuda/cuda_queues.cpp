@@ -138,6 +138,36 @@ void cuda_backend::wait(fence f) {
   qf.completed = std::max(qf.completed, value);
 }
 
+bool cuda_backend::order_after(queue_id queue, fence f) {
+  state& s = *state_;
+  s.check_queue(queue, "order_after");
+  s.check_queue(f.queue, "order_after");
+  if (queue == f.queue) return true;  // a stream is ordered already
+  cuda_detail::device_scope scope(s.options.device);
+  std::lock_guard lock(s.fence_mutex);  // the event stays this fence's while waited on
+  cuda_detail::queue_fences& qf = s.queues[f.queue];
+  s.poll_locked(f.queue, "order_after");
+  if (f.value <= qf.completed) return true;
+  if (f.value > qf.submitted) {
+    throw invalid_argument("[memkit::cuda_backend::order_after] fence " + std::to_string(f.value) +
+                           " on queue " + std::to_string(f.queue) +
+                           " was never submitted; the latest is " + std::to_string(qf.submitted));
+  }
+  CUstream_st* stream = s.streams[queue].load();
+  // A stream being captured into a graph may not wait on an event recorded outside it.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+      capture != cudaStreamCaptureStatusNone)
+    return false;
+  const auto it =
+      std::find_if(qf.pending.begin(), qf.pending.end(),
+                   [&](const cuda_detail::pending_fence& p) { return p.value >= f.value; });
+  const cudaError_t error = cudaStreamWaitEvent(stream, it->event, 0);
+  if (error != cudaSuccess) throw_cuda_error("order_after", "cudaStreamWaitEvent", error);
+  s.counters.orders++;
+  return true;
+}
+
 void cuda_backend::state::recycle_locked(cudaEvent_t event) const {
   (waits_in_progress > 0 ? parked_events : event_pool).push_back(event);
 }

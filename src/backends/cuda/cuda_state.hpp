@@ -39,7 +39,8 @@ class device_scope {
 
 struct atomic_counters {
   std::atomic<std::uint64_t> segment_allocs{0}, segment_frees{0}, failed_allocs{0};
-  std::atomic<std::uint64_t> events_created{0}, events_recorded{0}, event_queries{0}, waits{0};
+  std::atomic<std::uint64_t> events_created{0}, events_recorded{0}, event_queries{0}, waits{0},
+      orders{0};
   std::atomic<std::uint64_t> pages_created{0}, pages_released{0}, maps{0}, access_sets{0},
       unmaps{0};
 };

@@ -23,8 +23,10 @@ sim_backend::sim_backend(sim_options options) : options_(options) {
   facts_.queue_count = options.queue_count ? options.queue_count : 1;
   facts_.unified = false;
   facts_.virtual_memory = options.virtual_memory;
+  facts_.queue_ordering = options.queue_ordering && facts_.queue_count > 1;
   submitted_.assign(facts_.queue_count, 0);
   completed_.assign(facts_.queue_count, 0);
+  orderings_.resize(facts_.queue_count);
   // Addresses look like a device's and never collide with host pointers in tests;
   // each device has its own 2 TiB window.
   next_address_ = (address_t{1} << 44) + (address_t{options.device % 2048} << 41);
@@ -102,8 +104,46 @@ void sim_backend::wait(fence f) {
   if (options_.wait_blocks) {
     completed_cv_.wait(lock, [&] { return completed_[f.queue] >= f.value; });
   } else {
-    completed_[f.queue] = std::min(f.value, submitted_[f.queue]);
+    complete_locked(f.queue, f.value, true);
   }
+}
+
+bool sim_backend::order_after(queue_id queue, fence f) {
+  check_queue(queue, "order_after");
+  check_queue(f.queue, "order_after");
+  if (!facts_.queue_ordering) return false;
+  std::lock_guard lock(mutex_);
+  if (f.value > submitted_[f.queue]) {
+    throw invalid_argument("[memkit::sim_backend::order_after] fence " + std::to_string(f.value) +
+                           " on queue " + std::to_string(f.queue) +
+                           " was never submitted; the latest is " +
+                           std::to_string(submitted_[f.queue]));
+  }
+  if (queue == f.queue || completed_[f.queue] >= f.value) return true;
+  counters_.orders++;
+  counters_.simulated_ns += options_.order_ns;
+  orderings_[queue].push_back({submitted_[queue], f});
+  return true;
+}
+
+void sim_backend::complete_locked(queue_id queue, std::uint64_t value, bool run_orderings) {
+  value = std::min(value, submitted_[queue]);
+  // The front is read afresh each time: completing another queue first may
+  // complete this one too.
+  std::deque<ordering>& waiting = orderings_[queue];
+  while (!waiting.empty() && value > waiting.front().from) {
+    const ordering o = waiting.front();
+    if (completed_[o.after.queue] >= o.after.value) {
+      waiting.pop_front();
+      continue;
+    }
+    if (run_orderings) complete_locked(o.after.queue, o.after.value, true);
+    if (completed_[o.after.queue] < o.after.value) {
+      value = o.from;  // held until the other queue's fence completes
+      break;
+    }
+  }
+  if (value > completed_[queue]) completed_[queue] = value;
 }
 
 std::uint64_t sim_backend::submit(queue_id queue) {
@@ -111,7 +151,7 @@ std::uint64_t sim_backend::submit(queue_id queue) {
   std::lock_guard lock(mutex_);
   const std::uint64_t value = ++submitted_[queue];
   if (options_.auto_complete_after > 0 && value > options_.auto_complete_after) {
-    completed_[queue] = std::max(completed_[queue], value - options_.auto_complete_after);
+    complete_locked(queue, value - options_.auto_complete_after, false);
     completed_cv_.notify_all();
   }
   return value;
@@ -120,14 +160,14 @@ std::uint64_t sim_backend::submit(queue_id queue) {
 void sim_backend::complete(queue_id queue, std::uint64_t value) {
   check_queue(queue, "complete");
   std::lock_guard lock(mutex_);
-  if (value > submitted_[queue]) value = submitted_[queue];
-  if (value > completed_[queue]) completed_[queue] = value;
+  complete_locked(queue, value, false);
   completed_cv_.notify_all();
 }
 
 void sim_backend::complete_all() {
   std::lock_guard lock(mutex_);
   completed_ = submitted_;
+  for (std::deque<ordering>& waiting : orderings_) waiting.clear();
   completed_cv_.notify_all();
 }
 
