@@ -100,6 +100,9 @@ typedef struct memkit_allocator_options {
   int validate;     /* non-zero: check every invariant after every operation */
   int thread_cache; /* non-zero (default): per-thread caches of small blocks */
   int plan_loops;   /* non-zero (default): the arena plans loops that repeat */
+  /* non-zero (default): before growing, a queue waits on the device for the other
+   * queues' pending frees and reuses them (where the backend can order queues) */
+  int order_queues;
 } memkit_allocator_options;
 
 MEMKIT_API memkit_status memkit_allocator_options_init(memkit_allocator_options* options);

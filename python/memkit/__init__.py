@@ -44,13 +44,14 @@ class Allocator(_memkit.Allocator):
 
     Allocator(backend="cpu", *, policy="automatic", memory_limit=None,
               cache_limit=None, wired_limit=None, arena_slack=0.02, validate=False,
-              thread_cache=True, plan_loops=True,
+              thread_cache=True, plan_loops=True, order_queues=True,
               capacity=0, granularity=0,                 # sim: 0 takes 80 GiB, 2 MiB
               device=0, cuda_memory="device",            # cuda ("managed", "pinned_host")
               webgpu_compatible=False)                   # vulkan (device -1 picks one)
 
     policy: "automatic" (the arena where the backend has virtual memory), "segments"
-    or "arena". A limit of None is the default (the capacity, the memory limit, none
+    or "arena". order_queues: before growing, a queue waits on the device for the
+    other queues' pending frees and reuses them (where the backend can). A limit of None is the default (the capacity, the memory limit, none
     wired); 0 allows nothing. The setters return the previous value.
 
     Addresses are device addresses (host pointers on cpu); free() and the other calls

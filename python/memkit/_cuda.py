@@ -22,7 +22,8 @@ class AllocatorOptions(ctypes.Structure):
     _fields_ = [("policy", ctypes.c_int), ("memory_limit", ctypes.c_size_t),
                 ("cache_limit", ctypes.c_size_t), ("wired_limit", ctypes.c_size_t),
                 ("arena_slack", ctypes.c_double), ("validate", ctypes.c_int),
-                ("thread_cache", ctypes.c_int), ("plan_loops", ctypes.c_int)]
+                ("thread_cache", ctypes.c_int), ("plan_loops", ctypes.c_int),
+                ("order_queues", ctypes.c_int)]
 
 
 class BlockRecord(ctypes.Structure):
@@ -122,10 +123,10 @@ def _check(status, function):
 
 
 def configure(function, policy=None, memory_limit=None, cache_limit=None, arena_slack=None,
-              plan_loops=None, thread_cache=None):
+              plan_loops=None, thread_cache=None, order_queues=None):
     """Options for every device's allocator, before the first allocation. An option not
     given takes its MEMKIT_* environment variable (MEMKIT_POLICY, MEMKIT_ARENA_SLACK,
-    MEMKIT_PLAN_LOOPS), else the allocator's default."""
+    MEMKIT_PLAN_LOOPS, MEMKIT_ORDER_QUEUES), else the allocator's default."""
     defaults = _memkit.allocator_defaults()
     env = os.environ
     if policy is None:
@@ -136,6 +137,9 @@ def configure(function, policy=None, memory_limit=None, cache_limit=None, arena_
         plan_loops = env.get("MEMKIT_PLAN_LOOPS", "1" if defaults["plan_loops"] else "0") == "1"
     if thread_cache is None:
         thread_cache = defaults["thread_cache"]
+    if order_queues is None:
+        order_queues = env.get("MEMKIT_ORDER_QUEUES",
+                               "1" if defaults["order_queues"] else "0") == "1"
     if policy not in _POLICIES:
         raise InvalidArgument("[%s] policy %r: expected 'automatic', 'segments' or 'arena'" % (
             function, policy))
@@ -146,7 +150,8 @@ def configure(function, policy=None, memory_limit=None, cache_limit=None, arena_
     options = AllocatorOptions(
         policy=_POLICIES[policy], memory_limit=memory_limit or 0, cache_limit=cache_limit or 0,
         wired_limit=0, arena_slack=arena_slack, validate=int(defaults["validate"]),
-        thread_cache=int(bool(thread_cache)), plan_loops=int(bool(plan_loops)))
+        thread_cache=int(bool(thread_cache)), plan_loops=int(bool(plan_loops)),
+        order_queues=int(bool(order_queues)))
     _check(library().memkit_torch_configure(ctypes.byref(options)), function)
 
 

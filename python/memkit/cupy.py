@@ -38,11 +38,11 @@ def malloc(nbytes):
 
 
 def enable(policy=None, memory_limit=None, cache_limit=None, arena_slack=None,
-           plan_loops=None):
+           plan_loops=None, order_queues=None):
     """Makes memkit CuPy's allocator. The options are memkit.torch.enable()'s and can be
     given only before memkit's first allocation in the process."""
     options = dict(policy=policy, memory_limit=memory_limit, cache_limit=cache_limit,
-                   arena_slack=arena_slack, plan_loops=plan_loops)
+                   arena_slack=arena_slack, plan_loops=plan_loops, order_queues=order_queues)
     if any(v is not None for v in options.values()):
         _cuda.configure("memkit.cupy.enable", **options)
     else:

@@ -25,17 +25,17 @@ _allocator = None
 
 
 def enable(policy=None, memory_limit=None, cache_limit=None, arena_slack=None,
-           plan_loops=None):
+           plan_loops=None, order_queues=None):
     """Makes memkit PyTorch's CUDA allocator: call it before the first CUDA allocation.
 
     policy ("automatic", "segments", "arena"), memory_limit and cache_limit (bytes, for
-    each device), arena_slack and plan_loops: memkit's allocator options; one not given
-    takes its MEMKIT_* environment variable, else memkit's default. Calling it again
-    once enabled, without options, does nothing."""
+    each device), arena_slack, plan_loops and order_queues: memkit's allocator options;
+    one not given takes its MEMKIT_* environment variable, else memkit's default. Calling
+    it again once enabled, without options, does nothing."""
     global _allocator
     function = "memkit.torch.enable"
     options = dict(policy=policy, memory_limit=memory_limit, cache_limit=cache_limit,
-                   arena_slack=arena_slack, plan_loops=plan_loops)
+                   arena_slack=arena_slack, plan_loops=plan_loops, order_queues=order_queues)
     if _allocator is not None:
         if any(v is not None for v in options.values()):
             raise InvalidArgument("[%s] memkit is PyTorch's allocator already: its options "

@@ -202,7 +202,7 @@ class py_allocator {
   py_allocator(const backend_settings& settings, const std::string& policy,
                std::optional<std::size_t> memory_limit, std::optional<std::size_t> cache_limit,
                std::optional<std::size_t> wired_limit, double arena_slack, bool validate,
-               bool thread_cache, bool plan_loops) {
+               bool thread_cache, bool plan_loops, bool order_queues) {
     const char* function = "memkit.Allocator";
     memkit::allocator_options options;
     options.policy = parse_policy(policy, function);
@@ -211,6 +211,7 @@ class py_allocator {
     options.validate = validate;
     options.thread_cache = thread_cache;
     options.plan_loops = plan_loops;
+    options.order_queues = order_queues;
     // In the options 0 means "the default"; a 0 given here means none at all, as the
     // setters take it, and is set once the allocator exists.
     if (memory_limit.value_or(0) > 0) options.memory_limit = *memory_limit;
@@ -409,23 +410,25 @@ PYBIND11_MODULE(_memkit, m) {
 
   const memkit::allocator_options defaults;
   py::class_<py_allocator>(m, "Allocator")
-      .def(py::init(
-               [](const std::string& backend, const std::string& policy,
-                  std::optional<std::size_t> memory_limit, std::optional<std::size_t> cache_limit,
-                  std::optional<std::size_t> wired_limit, double arena_slack, bool validate,
-                  bool thread_cache, bool plan_loops, std::size_t capacity, std::size_t granularity,
-                  int device, const std::string& cuda_memory, bool webgpu_compatible) {
-                 const backend_settings settings{backend, capacity,    granularity,
-                                                 device,  cuda_memory, webgpu_compatible};
-                 return std::make_unique<py_allocator>(settings, policy, memory_limit, cache_limit,
-                                                       wired_limit, arena_slack, validate,
-                                                       thread_cache, plan_loops);
-               }),
+      .def(py::init([](const std::string& backend, const std::string& policy,
+                       std::optional<std::size_t> memory_limit,
+                       std::optional<std::size_t> cache_limit,
+                       std::optional<std::size_t> wired_limit, double arena_slack, bool validate,
+                       bool thread_cache, bool plan_loops, bool order_queues, std::size_t capacity,
+                       std::size_t granularity, int device, const std::string& cuda_memory,
+                       bool webgpu_compatible) {
+             const backend_settings settings{backend, capacity,    granularity,
+                                             device,  cuda_memory, webgpu_compatible};
+             return std::make_unique<py_allocator>(settings, policy, memory_limit, cache_limit,
+                                                   wired_limit, arena_slack, validate, thread_cache,
+                                                   plan_loops, order_queues);
+           }),
            py::arg("backend") = "cpu", py::kw_only(), py::arg("policy") = "automatic",
            py::arg("memory_limit") = py::none(), py::arg("cache_limit") = py::none(),
            py::arg("wired_limit") = py::none(), py::arg("arena_slack") = defaults.arena_slack,
            py::arg("validate") = defaults.validate, py::arg("thread_cache") = defaults.thread_cache,
-           py::arg("plan_loops") = defaults.plan_loops, py::arg("capacity") = 0,
+           py::arg("plan_loops") = defaults.plan_loops,
+           py::arg("order_queues") = defaults.order_queues, py::arg("capacity") = 0,
            py::arg("granularity") = 0, py::arg("device") = 0, py::arg("cuda_memory") = "device",
            py::arg("webgpu_compatible") = false)
       .def(
@@ -555,6 +558,7 @@ PYBIND11_MODULE(_memkit, m) {
     out["validate"] = d.validate;
     out["thread_cache"] = d.thread_cache;
     out["plan_loops"] = d.plan_loops;
+    out["order_queues"] = d.order_queues;
     return out;
   });
   m.def("replay", &replay, py::arg("paths"), py::kw_only(), py::arg("backend"), py::arg("policy"),

@@ -112,7 +112,7 @@ def test_wired_limit_on_the_simulated_device():
 def test_options_in_the_constructor():
     with memkit.Allocator("sim", capacity=1 << 30, granularity=1 << 20, policy="segments",
                           memory_limit=64 << 20, cache_limit=16 << 20, arena_slack=0,
-                          plan_loops=False, thread_cache=False) as a:
+                          plan_loops=False, thread_cache=False, order_queues=False) as a:
         device = a.device()
         assert (device["name"], device["capacity"], device["granularity"]) == \
             ("sim", 1 << 30, 1 << 20)

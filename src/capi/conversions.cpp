@@ -35,6 +35,7 @@ allocator_options to_options(const memkit_allocator_options& c, const char* func
   options.validate = c.validate != 0;
   options.thread_cache = c.thread_cache != 0;
   options.plan_loops = c.plan_loops != 0;
+  options.order_queues = c.order_queues != 0;
   return options;
 }
 

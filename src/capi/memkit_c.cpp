@@ -157,8 +157,9 @@ memkit_status memkit_allocator_options_init(memkit_allocator_options* options) {
     require(options, "memkit_allocator_options_init", "options");
     const memkit::allocator_options defaults;
     *options = memkit_allocator_options{
-        MEMKIT_POLICY_AUTOMATIC, defaults.memory_limit, defaults.cache_limit,  defaults.wired_limit,
-        defaults.arena_slack,    defaults.validate,     defaults.thread_cache, defaults.plan_loops};
+        MEMKIT_POLICY_AUTOMATIC, defaults.memory_limit, defaults.cache_limit,
+        defaults.wired_limit,    defaults.arena_slack,  defaults.validate,
+        defaults.thread_cache,   defaults.plan_loops,   defaults.order_queues};
   });
 }
 

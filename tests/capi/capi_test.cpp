@@ -104,6 +104,7 @@ TEST(capi, options_limits_and_snapshot) {
   EXPECT_DOUBLE_EQ(options.arena_slack, 0.02);
   EXPECT_EQ(options.thread_cache, 1);
   EXPECT_EQ(options.plan_loops, 1);
+  EXPECT_EQ(options.order_queues, 1);
   options.policy = MEMKIT_POLICY_ARENA;
   options.memory_limit = std::size_t{256} << 20;
   options.cache_limit = std::size_t{64} << 20;
