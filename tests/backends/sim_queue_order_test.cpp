@@ -22,6 +22,25 @@ TEST(sim_queue_order, later_work_completes_only_after_the_fence_it_waits_for) {
   EXPECT_EQ(device.get_counters().orders, 1u);
 }
 
+// The wait is work on the queue, as on a CUDA stream: a fence recorded right after it,
+// with no other work between, still completes only after the fence waited for. (A
+// block one queue took by ordering and freed at once is then safe for a third queue
+// only once the first queue's work completed.)
+TEST(sim_queue_order, a_fence_recorded_after_the_wait_covers_it) {
+  sim_backend device;
+  const std::uint64_t first = device.submit(0);
+  ASSERT_TRUE(device.order_after(1, {0, first}));
+  const std::uint64_t right_after = device.get_submitted(1);
+  EXPECT_GT(right_after, 0u);
+  device.complete(1, right_after);
+  EXPECT_LT(device.get_completed(1), right_after);
+  EXPECT_FALSE(device.is_ordered_after(2, {0, first}));
+  EXPECT_TRUE(device.is_ordered_after(1, {0, first}));
+  device.complete(0, first);
+  device.complete(1, right_after);
+  EXPECT_EQ(device.get_completed(1), right_after);
+}
+
 TEST(sim_queue_order, a_host_wait_runs_the_fence_waited_for_first) {
   sim_backend device;
   const std::uint64_t first = device.submit(0);

@@ -8,10 +8,11 @@
 // fences each freed range waits for. It checks: every block is at least the request
 // rounded to 512 bytes and aligned; no two live blocks overlap; a freed range is not
 // handed to another queue before the device really completed the work it was freed
-// behind; statistics equal the model's sums and the device's own counts; errors are
-// the documented ones, start with "[memkit::", and change no live block; a request
-// that fits beside the segments holding live blocks never fails when no fault was
-// injected into it; after freeing everything and clearing the cache nothing is held.
+// behind, or ordered that queue's later work after it (order_after); statistics equal the model's
+// sums and the device's own counts; errors are the documented ones, start with "[memkit::", and
+// change no live block; a request that fits beside the segments holding live blocks never fails
+// when no fault was injected into it; after freeing everything and clearing the cache nothing is
+// held.
 #pragma once
 
 #include <algorithm>
@@ -336,7 +337,8 @@ class api_driver {
     check_all();
   }
 
-  // A range freed behind unfinished work is not handed to another queue.
+  // A range freed behind unfinished work is not handed to another queue, unless that
+  // queue's later work waits for it on the device.
   void check_fences(address_t address, std::size_t size, queue_id queue) {
     for (auto it = pending_.begin(); it != pending_.end();) {
       bool done = true;
@@ -344,7 +346,7 @@ class api_driver {
       for (const fence& f : it->fences) {
         const bool complete = device_.get_completed(f.queue) >= f.value;
         done = done && complete;
-        check(!overlaps || complete || f.queue == queue,
+        check(!overlaps || complete || device_.is_ordered_after(queue, f),
               "a block freed behind unfinished work on queue " + std::to_string(f.queue) +
                   " was handed to queue " + std::to_string(queue));
       }

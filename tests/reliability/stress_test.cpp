@@ -222,6 +222,8 @@ void run_stress(const stress_config& config) {
   if (config.fault_rate > 0) {
     EXPECT_GT(faults.get_counters().segment_faults, 0u);
   }
+  // Frees pending on other queues were reused by ordering (allocator_options::order_queues).
+  EXPECT_GT(s.queue_orders, 0u);
 }
 
 TEST(concurrency_stress, threads_on_four_queues_lose_no_byte) { run_stress({}); }

@@ -86,6 +86,7 @@ class fault_injection_adaptor final : public backend, public forwarded_data {
   std::uint64_t get_submitted(queue_id queue) override;
   std::uint64_t get_completed(queue_id queue) const override;
   void wait(fence f) override;
+  bool order_after(queue_id queue, fence f) override { return upstream_.order_after(queue, f); }
   void set_wired_limit(std::size_t bytes) override;
   address_t reserve_range(std::size_t bytes) override;
   void release_range(address_t base, std::size_t bytes) override;

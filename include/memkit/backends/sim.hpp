@@ -141,6 +141,9 @@ class sim_backend final : public backend,
   std::uint64_t submit(queue_id queue);                // new work on the queue; returns its fence
   void complete(queue_id queue, std::uint64_t value);  // finish work up to value
   void complete_all();
+  // Whether work submitted to `queue` from now on starts only after fence `f`: it
+  // completed, is on the same queue, or `queue` was ordered after it (order_after).
+  bool is_ordered_after(queue_id queue, fence f) const;
   void set_capacity(std::size_t bytes);  // change the simulated capacity
   sim_counters get_counters() const;
   std::size_t get_wired_limit() const;
@@ -158,7 +161,8 @@ class sim_backend final : public backend,
   std::vector<std::uint64_t> submitted_;  // per queue
   std::vector<std::uint64_t> completed_;  // per queue
   // Per queue, its work ordered after other queues' fences, oldest first: work
-  // after `from` completes only once `after` has.
+  // after `from` (the wait itself, submitted as value from + 1, and all after it)
+  // completes only once `after` has.
   struct ordering {
     std::uint64_t from;
     fence after;

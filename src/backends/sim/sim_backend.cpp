@@ -122,8 +122,21 @@ bool sim_backend::order_after(queue_id queue, fence f) {
   if (queue == f.queue || completed_[f.queue] >= f.value) return true;
   counters_.orders++;
   counters_.simulated_ns += options_.order_ns;
-  orderings_[queue].push_back({submitted_[queue], f});
+  // The wait is work on the queue, as on a CUDA stream: a fence recorded after it
+  // completes only once `f` has.
+  const std::uint64_t wait_value = ++submitted_[queue];
+  orderings_[queue].push_back({wait_value - 1, f});
   return true;
+}
+
+bool sim_backend::is_ordered_after(queue_id queue, fence f) const {
+  check_queue(queue, "is_ordered_after");
+  check_queue(f.queue, "is_ordered_after");
+  std::lock_guard lock(mutex_);
+  if (queue == f.queue || completed_[f.queue] >= f.value) return true;
+  return std::any_of(orderings_[queue].begin(), orderings_[queue].end(), [&](const ordering& o) {
+    return o.after.queue == f.queue && o.after.value >= f.value;
+  });
 }
 
 void sim_backend::complete_locked(queue_id queue, std::uint64_t value, bool run_orderings) {
