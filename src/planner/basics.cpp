@@ -455,14 +455,15 @@ std::vector<std::size_t> size_class_sweep_order(const instance& inst) {
 }
 
 plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan start,
-                 std::int64_t goal, clock::time_point until,
-                 const std::vector<std::int64_t>* fixed) {
+                 std::int64_t goal, clock::time_point until, const std::vector<std::int64_t>* fixed,
+                 std::uint64_t max_rounds) {
   plan best = std::move(start);
   std::int64_t best_height = height(inst, best);
   std::vector<std::size_t> trial;
   std::vector<std::size_t> late;
   std::uint64_t random = 0x9e3779b97f4a7c15ULL;
-  while (best_height > goal && clock::now() < until) {
+  for (std::uint64_t round = 0; round < max_rounds && best_height > goal && clock::now() < until;
+       ++round) {
     trial = order;
     late.clear();
     for (std::size_t k = 0; k < trial.size(); ++k) {

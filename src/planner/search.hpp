@@ -106,12 +106,14 @@ std::vector<std::size_t> size_class_sweep_order(const instance& inst);
 // keeps the new order when best fit lands no higher. Unlike solve()'s repair, it never
 // keeps a worse order, and it keeps equal ones, so that it drifts across the plateaus
 // where one buffer at the top changes place at a time (generation loops gain a few
-// kilobytes a round for hundreds of rounds). Stops at `until` or once the height is
-// at most `goal`; returns the lowest plan found, `order` left as the order that gave it.
-// `fixed` as for greedy_in_order: those buffers stay put.
+// kilobytes a round for hundreds of rounds). Stops at `until`, after `max_rounds`, or
+// once the height is at most `goal`; returns the lowest plan found, `order` left as the
+// order that gave it. `fixed` as for greedy_in_order: those buffers stay put. With a
+// deadline far off, the rounds make it deterministic (tests).
 plan climb_order(const instance& inst, std::vector<std::size_t>& order, plan start,
                  std::int64_t goal, clock::time_point until,
-                 const std::vector<std::int64_t>* fixed = nullptr);
+                 const std::vector<std::int64_t>* fixed = nullptr,
+                 std::uint64_t max_rounds = ~std::uint64_t{0});
 
 // Chains of copies laid out in fixed slots. A chain is a sequence of large buffers of
 // about one size (a growing one too) where each is born within a few events of its
