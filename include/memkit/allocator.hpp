@@ -92,13 +92,15 @@
 //   unmapped outside it is busy: no other request maps or takes it until the call is
 //   done (a request over it waits). Order: registry of thread caches, mutex, a cache.
 //
-// Pressure: when a request does not fit, the allocator (1) polls fences, (2) grows
-// if the memory limit allows, (3) releases cached segments and idle pages, least
-// recently used first, (4) flushes the thread caches, (5) waits for queued work
-// whose fences hold free blocks, then retries, and finally (6) throws
-// out_of_memory naming the request, live, cached and reserved bytes, the limit
-// and the largest free block. A request that fails changes no statistics but the
-// out_of_memory count. Beside an arena, a request that would grow reserved bytes
+// Pressure: when a request does not fit, the allocator (1) polls fences, (2) orders
+// its queue after the other queues' pending frees (order_queues), (3) grows if the
+// memory limit allows, (4) releases cached segments and idle pages, least recently
+// used first, (5) flushes the thread caches, (6) waits for queued work whose fences
+// hold free blocks, then retries, and finally (7) throws out_of_memory naming the
+// request, live, cached and reserved bytes, the limit and the largest free block. A
+// request that fails changes no statistics but the out_of_memory count and the
+// waits and orderings it made on the way (retries, queue_orders: they happened, and
+// their fences stay known). Beside an arena, a request that would grow reserved bytes
 // past the slack first flushes the thread caches and releases empty small segments.
 #pragma once
 
