@@ -168,6 +168,7 @@ class sim_backend final : public backend,
     fence after;
   };
   std::vector<std::deque<ordering>> orderings_;
+  std::vector<std::uint64_t> reached_;  // per queue: completed, but for its orderings
   // Completes `queue` up to `value`, or up to its first ordering still waiting
   // (with run_orderings, completes the fences it waits for first: a host wait).
   void complete_locked(queue_id queue, std::uint64_t value, bool run_orderings);

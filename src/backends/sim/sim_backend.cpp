@@ -27,6 +27,7 @@ sim_backend::sim_backend(sim_options options) : options_(options) {
   submitted_.assign(facts_.queue_count, 0);
   completed_.assign(facts_.queue_count, 0);
   orderings_.resize(facts_.queue_count);
+  reached_.assign(facts_.queue_count, 0);
   // Addresses look like a device's and never collide with host pointers in tests;
   // each device has its own 2 TiB window.
   next_address_ = (address_t{1} << 44) + (address_t{options.device % 2048} << 41);
@@ -141,6 +142,7 @@ bool sim_backend::is_ordered_after(queue_id queue, fence f) const {
 
 void sim_backend::complete_locked(queue_id queue, std::uint64_t value, bool run_orderings) {
   value = std::min(value, submitted_[queue]);
+  reached_[queue] = std::max(reached_[queue], value);
   // The front is read afresh each time: completing another queue first may
   // complete this one too.
   std::deque<ordering>& waiting = orderings_[queue];
@@ -156,7 +158,14 @@ void sim_backend::complete_locked(queue_id queue, std::uint64_t value, bool run_
       break;
     }
   }
-  if (value > completed_[queue]) completed_[queue] = value;
+  if (value <= completed_[queue]) return;
+  completed_[queue] = value;
+  // Work of other queues the device reached but held for this queue's fence runs now.
+  for (queue_id q = 0; q < orderings_.size(); ++q) {
+    if (q != queue && reached_[q] > completed_[q] && !orderings_[q].empty() &&
+        orderings_[q].front().after.queue == queue)
+      complete_locked(q, reached_[q], false);
+  }
 }
 
 std::uint64_t sim_backend::submit(queue_id queue) {
@@ -180,6 +189,7 @@ void sim_backend::complete(queue_id queue, std::uint64_t value) {
 void sim_backend::complete_all() {
   std::lock_guard lock(mutex_);
   completed_ = submitted_;
+  reached_ = submitted_;
   for (std::deque<ordering>& waiting : orderings_) waiting.clear();
   completed_cv_.notify_all();
 }
