@@ -28,6 +28,7 @@ fault_injection_adaptor::fault_injection_adaptor(backend& upstream, fault_inject
       unmap_delay_us_(options.unmap_delay_us),
       segments_(std::move(options.segments)),
       vm_(std::move(options.virtual_memory)),
+      orderings_(std::move(options.orderings)),
       vm_calls_(options.vm_calls),
       lag_(options.completion_lag),
       random_lag_(options.random_lag),
@@ -44,6 +45,18 @@ address_t fault_injection_adaptor::allocate_segment(std::size_t bytes) {
     }
   }
   return upstream_.allocate_segment(bytes);
+}
+
+bool fault_injection_adaptor::order_after(queue_id queue, fence f) {
+  {
+    std::lock_guard lock(mutex_);
+    counters_.order_calls++;
+    if (orderings_.next() && enabled_) {
+      counters_.order_refusals++;
+      return false;
+    }
+  }
+  return upstream_.order_after(queue, f);
 }
 
 void fault_injection_adaptor::free_segment(address_t address, std::size_t bytes) {

@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "memkit/adaptors/fault_injection.hpp"
 #include "memkit/memkit.hpp"
 
 namespace memkit {
@@ -95,6 +96,28 @@ TEST_P(queue_reuse, another_queue_reuses_a_pending_block_once_ordered_after_it) 
   device.complete(1, later);
   EXPECT_EQ(device.get_completed(1), later);
   alloc.free(b.address);
+}
+
+// A backend that cannot order the queue now (a CUDA stream being captured) leaves
+// the block to its queue until its fence completes, as without ordering.
+TEST_P(queue_reuse, a_refused_ordering_leaves_the_block_behind_its_fence) {
+  sim_backend device(small_device());
+  fault_injection_options refuse_all;
+  refuse_all.orderings.every = 1;
+  fault_injection_adaptor faults(device, refuse_all);
+  allocator alloc(faults, {.policy = GetParam(), .validate = true});
+  const allocation a = alloc.allocate(8 << 20, 0);
+  const std::uint64_t work = device.submit(0);
+  alloc.free(a.address);
+  const allocation b = alloc.allocate(8 << 20, 1);
+  EXPECT_NE(b.address, a.address);
+  EXPECT_EQ(alloc.get_statistics().queue_orders, 0u);
+  EXPECT_GE(faults.get_counters().order_refusals, 1u);
+  device.complete(0, work);
+  const allocation c = alloc.allocate(8 << 20, 1);
+  EXPECT_EQ(c.address, a.address) << "once the fence completes the block serves queue 1";
+  alloc.free(b.address);
+  alloc.free(c.address);
 }
 
 // Without ordering, pressure waits for the other queue's work instead.

@@ -40,6 +40,24 @@ TEST(sim_queue_order, a_fence_recorded_after_the_wait_covers_it) {
   EXPECT_EQ(device.get_completed(1), right_after);
 }
 
+// Ordered after a fence of a queue that was ordered after another: after both.
+TEST(sim_queue_order, orderings_chain_through_queues) {
+  sim_backend device;
+  const std::uint64_t first = device.submit(0);
+  ASSERT_TRUE(device.order_after(1, {0, first}));
+  const std::uint64_t second = device.get_submitted(1);  // after the wait
+  ASSERT_TRUE(device.order_after(2, {1, second}));
+  EXPECT_TRUE(device.is_ordered_after(2, {0, first}));
+  EXPECT_FALSE(device.is_ordered_after(3, {0, first}));
+  const std::uint64_t third = device.submit(2);
+  device.complete(1, second);
+  device.complete(2, third);
+  EXPECT_LT(device.get_completed(2), third);
+  device.complete(0, first);
+  EXPECT_EQ(device.get_completed(1), second);
+  EXPECT_EQ(device.get_completed(2), third);
+}
+
 TEST(sim_queue_order, a_host_wait_runs_the_fence_waited_for_first) {
   sim_backend device;
   const std::uint64_t first = device.submit(0);

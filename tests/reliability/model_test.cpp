@@ -21,7 +21,9 @@ class model_test : public ::testing::TestWithParam<std::tuple<std::uint64_t, poo
 
 TEST_P(model_test, random_calls_agree_with_the_reference_model) {
   sim_backend device(model_device());
-  fault_injection_adaptor faults(device);
+  fault_injection_options refusals;
+  refusals.orderings.rate = 0.25;  // some queues cannot wait: both paths are taken
+  fault_injection_adaptor faults(device, refusals);
   allocator_options options;
   options.policy = std::get<1>(GetParam());
   options.validate = true;
@@ -37,6 +39,8 @@ TEST_P(model_test, random_calls_agree_with_the_reference_model) {
   const driver_counts& c = driver.get_counts();
   EXPECT_GT(c.allocations, 1000u);
   EXPECT_GT(c.invalid_argument, 0u) << "bad calls were tried and rejected";
+  EXPECT_GT(alloc.get_statistics().queue_orders, 0u);
+  EXPECT_GT(faults.get_counters().order_refusals, 0u);
   RecordProperty("operations", std::to_string(c.operations));
 }
 

@@ -55,6 +55,9 @@ struct fault_injection_options {
   fault_schedule segments;        // allocate_segment
   fault_schedule virtual_memory;  // the calls in vm_calls, counted together
   unsigned vm_calls = vm_all;
+  // order_after: a scheduled call answers false, as a backend does where the queue
+  // cannot take the dependency now (a CUDA stream being captured into a graph).
+  fault_schedule orderings;
   // get_completed reports the value the upstream had `completion_lag` queries ago on
   // that queue; with random_lag, a seeded random lag in [0, completion_lag] per query.
   std::uint32_t completion_lag = 0;
@@ -72,6 +75,8 @@ struct fault_counters {
   std::uint64_t vm_faults = 0;
   std::uint64_t late_completions = 0;   // get_completed answers below the upstream's
   std::uint64_t upstream_failures = 0;  // map and unmap calls the upstream itself refused
+  std::uint64_t order_calls = 0;        // order_after calls seen
+  std::uint64_t order_refusals = 0;     // of them answered false on purpose
   std::uint64_t get_faults() const noexcept { return segment_faults + vm_faults; }
 };
 
@@ -86,7 +91,7 @@ class fault_injection_adaptor final : public backend, public forwarded_data {
   std::uint64_t get_submitted(queue_id queue) override;
   std::uint64_t get_completed(queue_id queue) const override;
   void wait(fence f) override;
-  bool order_after(queue_id queue, fence f) override { return upstream_.order_after(queue, f); }
+  bool order_after(queue_id queue, fence f) override;
   void set_wired_limit(std::size_t bytes) override;
   address_t reserve_range(std::size_t bytes) override;
   void release_range(address_t base, std::size_t bytes) override;
@@ -131,6 +136,7 @@ class fault_injection_adaptor final : public backend, public forwarded_data {
   bool enabled_ = true;
   schedule_state segments_;
   schedule_state vm_;
+  schedule_state orderings_;
   unsigned vm_calls_;
   std::uint32_t lag_;
   bool random_lag_;

@@ -142,7 +142,8 @@ class sim_backend final : public backend,
   void complete(queue_id queue, std::uint64_t value);  // finish work up to value
   void complete_all();
   // Whether work submitted to `queue` from now on starts only after fence `f`: it
-  // completed, is on the same queue, or `queue` was ordered after it (order_after).
+  // completed, is on the same queue, or `queue` was ordered after it (order_after),
+  // also through other queues (ordered after a fence of a queue ordered after f).
   bool is_ordered_after(queue_id queue, fence f) const;
   void set_capacity(std::size_t bytes);  // change the simulated capacity
   sim_counters get_counters() const;
@@ -172,6 +173,9 @@ class sim_backend final : public backend,
   // Completes `queue` up to `value`, or up to its first ordering still waiting
   // (with run_orderings, completes the fences it waits for first: a host wait).
   void complete_locked(queue_id queue, std::uint64_t value, bool run_orderings);
+  // Whether fence `later` completes only after `f` (same queue, or through the
+  // orderings before it, at most `depth` queues deep).
+  bool covers_locked(fence later, fence f, std::uint32_t depth) const;
   std::map<address_t, std::size_t> segments_;
   struct range {
     address_t base;

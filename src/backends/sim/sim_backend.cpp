@@ -136,8 +136,19 @@ bool sim_backend::is_ordered_after(queue_id queue, fence f) const {
   std::lock_guard lock(mutex_);
   if (queue == f.queue || completed_[f.queue] >= f.value) return true;
   return std::any_of(orderings_[queue].begin(), orderings_[queue].end(), [&](const ordering& o) {
-    return o.after.queue == f.queue && o.after.value >= f.value;
+    return covers_locked(o.after, f, facts_.queue_count);
   });
+}
+
+bool sim_backend::covers_locked(fence later, fence f, std::uint32_t depth) const {
+  if (completed_[f.queue] >= f.value) return true;
+  if (later.queue == f.queue) return later.value >= f.value;
+  if (depth == 0) return false;
+  // Through the waits before `later` on its queue: ordered after what they wait for.
+  return std::any_of(orderings_[later.queue].begin(), orderings_[later.queue].end(),
+                     [&](const ordering& o) {
+                       return o.from < later.value && covers_locked(o.after, f, depth - 1);
+                     });
 }
 
 void sim_backend::complete_locked(queue_id queue, std::uint64_t value, bool run_orderings) {
