@@ -35,24 +35,31 @@ TEST_P(queue_reuse, same_queue_reuses_at_once) {
   alloc.free(b.address);
 }
 
-// Without ordering between queues, another queue gets the block only once the
-// fence after its free completes.
-TEST_P(queue_reuse, block_behind_unfinished_fence_is_not_handed_to_another_queue) {
-  sim_backend device(small_device());
-  allocator alloc(device, {.policy = GetParam(), .validate = true, .order_queues = false});
+// A block freed on queue 0 behind work not yet run: queue 1 gets other memory,
+// then, once the work completes, that block.
+void expect_the_block_to_wait_for_its_fence(sim_backend& device, allocator& alloc, bool segments) {
   const allocation a = alloc.allocate(8 << 20, 0);
   const std::uint64_t work = device.submit(0);
   alloc.free(a.address);
   const allocation b = alloc.allocate(8 << 20, 1);
   EXPECT_NE(b.address, a.address);
-  if (segments()) {
+  if (segments) {
     EXPECT_EQ(alloc.get_statistics().backend_allocations, 2u);
   }
+  EXPECT_EQ(alloc.get_statistics().queue_orders, 0u);
   device.complete(0, work);
   const allocation c = alloc.allocate(8 << 20, 1);
   EXPECT_EQ(c.address, a.address) << "once the fence completes the block serves queue 1";
   alloc.free(b.address);
   alloc.free(c.address);
+}
+
+// Without ordering between queues, another queue gets the block only once the
+// fence after its free completes.
+TEST_P(queue_reuse, block_behind_unfinished_fence_is_not_handed_to_another_queue) {
+  sim_backend device(small_device());
+  allocator alloc(device, {.policy = GetParam(), .validate = true, .order_queues = false});
+  expect_the_block_to_wait_for_its_fence(device, alloc, segments());
 }
 
 TEST_P(queue_reuse, record_use_holds_the_block_for_the_other_queue_too) {
@@ -106,18 +113,8 @@ TEST_P(queue_reuse, a_refused_ordering_leaves_the_block_behind_its_fence) {
   refuse_all.orderings.every = 1;
   fault_injection_adaptor faults(device, refuse_all);
   allocator alloc(faults, {.policy = GetParam(), .validate = true});
-  const allocation a = alloc.allocate(8 << 20, 0);
-  const std::uint64_t work = device.submit(0);
-  alloc.free(a.address);
-  const allocation b = alloc.allocate(8 << 20, 1);
-  EXPECT_NE(b.address, a.address);
-  EXPECT_EQ(alloc.get_statistics().queue_orders, 0u);
+  expect_the_block_to_wait_for_its_fence(device, alloc, segments());
   EXPECT_GE(faults.get_counters().order_refusals, 1u);
-  device.complete(0, work);
-  const allocation c = alloc.allocate(8 << 20, 1);
-  EXPECT_EQ(c.address, a.address) << "once the fence completes the block serves queue 1";
-  alloc.free(b.address);
-  alloc.free(c.address);
 }
 
 // Without ordering, pressure waits for the other queue's work instead.
