@@ -68,10 +68,13 @@ struct replay_setup {
   // Per queue, the events that submitted its work, in order: work completes `lag`
   // events after it was issued, counted over every queue (a side stream with little
   // work still completes it in time).
-  std::vector<std::vector<std::uint64_t>> submitted_at;
-  // ... and the fence value each of those submissions got (a queue's device-side
-  // waits, order_after, are work on it too: the values skip them).
-  std::vector<std::vector<std::uint64_t>> submitted_value;
+  // Each with the fence value it got (a queue's device-side waits, order_after, are
+  // work on it too: the values skip them).
+  struct submission {
+    std::uint64_t event;
+    std::uint64_t value;
+  };
+  std::vector<std::vector<submission>> submitted_at;
   std::unique_ptr<allocator> memory;
   std::vector<queue_id> queue_of_stream;
 };
@@ -156,20 +159,19 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
         memory.free(addresses[e.block]);
       }
       if (setup.sim) {
-        const std::uint64_t value = setup.sim->submit(queue);
-        if (setup.submitted_at.size() <= queue) {
-          setup.submitted_at.resize(queue + 1);
-          setup.submitted_value.resize(queue + 1);
-        }
-        setup.submitted_at[queue].push_back(index);
-        setup.submitted_value[queue].push_back(value);
+        if (setup.submitted_at.size() <= queue) setup.submitted_at.resize(queue + 1);
+        setup.submitted_at[queue].push_back({index, setup.sim->submit(queue)});
         const std::uint64_t lag =
             setup.seeded ? setup.lags() % (std::uint64_t{setup.lag} + 1) : setup.lag;
         if (index >= lag) {
           for (queue_id q = 0; q < setup.submitted_at.size(); ++q) {
-            const std::vector<std::uint64_t>& at = setup.submitted_at[q];
-            const auto done = std::upper_bound(at.begin(), at.end(), index - lag) - at.begin();
-            if (done > 0) setup.sim->complete(q, setup.submitted_value[q][done - 1]);
+            const std::vector<replay_setup::submission>& at = setup.submitted_at[q];
+            const auto done =
+                std::upper_bound(at.begin(), at.end(), index - lag,
+                                 [](std::uint64_t event, const replay_setup::submission& s) {
+                                   return event < s.event;
+                                 });
+            if (done != at.begin()) setup.sim->complete(q, std::prev(done)->value);
           }
         }
       }

@@ -107,18 +107,10 @@ void cuda_backend::wait(fence f) {
   std::uint64_t value = 0;
   {
     std::lock_guard lock(s.fence_mutex);
-    cuda_detail::queue_fences& qf = s.queues[f.queue];
-    if (f.value <= qf.completed) return;
-    if (f.value > qf.submitted) {
-      throw invalid_argument("[memkit::cuda_backend::wait] fence " + std::to_string(f.value) +
-                             " on queue " + std::to_string(f.queue) +
-                             " was never submitted; the latest is " + std::to_string(qf.submitted));
-    }
-    const auto it =
-        std::find_if(qf.pending.begin(), qf.pending.end(),
-                     [&](const cuda_detail::pending_fence& p) { return p.value >= f.value; });
-    event = it->event;
-    value = it->value;
+    const cuda_detail::pending_fence* pending = s.find_pending_locked(f, "wait");
+    if (!pending) return;
+    event = pending->event;
+    value = pending->value;
     s.waits_in_progress++;
   }
   s.counters.waits++;
@@ -145,27 +137,33 @@ bool cuda_backend::order_after(queue_id queue, fence f) {
   if (queue == f.queue) return true;  // a stream is ordered already
   cuda_detail::device_scope scope(s.options.device);
   std::lock_guard lock(s.fence_mutex);  // the event stays this fence's while waited on
-  cuda_detail::queue_fences& qf = s.queues[f.queue];
   s.poll_locked(f.queue, "order_after");
-  if (f.value <= qf.completed) return true;
-  if (f.value > qf.submitted) {
-    throw invalid_argument("[memkit::cuda_backend::order_after] fence " + std::to_string(f.value) +
-                           " on queue " + std::to_string(f.queue) +
-                           " was never submitted; the latest is " + std::to_string(qf.submitted));
-  }
+  const cuda_detail::pending_fence* pending = s.find_pending_locked(f, "order_after");
+  if (!pending) return true;
   CUstream_st* stream = s.streams[queue].load();
   // A stream being captured into a graph may not wait on an event recorded outside it.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
       capture != cudaStreamCaptureStatusNone)
     return false;
-  const auto it =
-      std::find_if(qf.pending.begin(), qf.pending.end(),
-                   [&](const cuda_detail::pending_fence& p) { return p.value >= f.value; });
-  const cudaError_t error = cudaStreamWaitEvent(stream, it->event, 0);
+  const cudaError_t error = cudaStreamWaitEvent(stream, pending->event, 0);
   if (error != cudaSuccess) throw_cuda_error("order_after", "cudaStreamWaitEvent", error);
   s.counters.orders++;
   return true;
+}
+
+const cuda_detail::pending_fence* cuda_backend::state::find_pending_locked(
+    fence f, const char* function) const {
+  const cuda_detail::queue_fences& qf = queues[f.queue];
+  if (f.value <= qf.completed) return nullptr;
+  if (f.value > qf.submitted) {
+    throw invalid_argument(std::string("[memkit::cuda_backend::") + function + "] fence " +
+                           std::to_string(f.value) + " on queue " + std::to_string(f.queue) +
+                           " was never submitted; the latest is " + std::to_string(qf.submitted));
+  }
+  // Events complete in order: the first one at or past f covers it.
+  return &*std::find_if(qf.pending.begin(), qf.pending.end(),
+                        [&](const cuda_detail::pending_fence& p) { return p.value >= f.value; });
 }
 
 void cuda_backend::state::recycle_locked(cudaEvent_t event) const {

@@ -114,6 +114,9 @@ struct cuda_backend::state {
   // Pops the completed fences at the front of the queue's pending ones, in order;
   // `function` names the caller in errors.
   void poll_locked(queue_id queue, const char* function) const;
+  // The first pending fence of f's queue that covers f; null when f is known
+  // complete. Throws invalid_argument, naming `function`, for a fence never submitted.
+  const cuda_detail::pending_fence* find_pending_locked(fence f, const char* function) const;
   void destroy_events();
 
   // Mappings, kept by map/unmap and communication segments (cuda_peers.cpp).
