@@ -7,7 +7,9 @@ data/traces/workloads/ it replays `memkit replay --json` with no flags, with
 --device-lag 2000, and with lags drawn per event (--lag-seed), and prints each
 trace's largest reserved / live, its unmaps a step after the warm-up under each
 setting and their mean, and the sum of the means: the figure to compare between two
-builds.
+builds. Each table also gives the mean of the maps a step after the warm-up (a page
+moved is a map, and no unmap: its old place keeps it mapped, as a shadow, until
+that place is needed), and their sum.
 
     bench/workloads/replay_spread.py build/memkit [--against OTHER] [--traces T...]
         [--jobs N] [-- FLAGS]
@@ -37,7 +39,8 @@ def replay(memkit, trace, flags):
         raise SystemExit("[replay_spread] %s %s failed:\n%s" % (trace, " ".join(flags),
                                                                 out.stderr))
     result = json.loads(out.stdout)
-    return result["reserved_over_live"], result["unmaps_after_warmup_per_step"]
+    return (result["reserved_over_live"], result["unmaps_after_warmup_per_step"],
+            result["maps_after_warmup_per_step"])
 
 
 def run_all(memkit, cases, jobs):
@@ -46,10 +49,11 @@ def run_all(memkit, cases, jobs):
 
 
 def summarize(results, k):
-    """Largest reserved / live, unmaps a step per timing, and their mean, of trace k."""
+    """Largest reserved / live, unmaps a step per timing, their mean, and the mean of
+    the maps a step, of trace k."""
     rows = results[k * len(TIMINGS):(k + 1) * len(TIMINGS)]
     return (max(r[0] for r in rows), [r[1] for r in rows],
-            statistics.mean(r[1] for r in rows))
+            statistics.mean(r[1] for r in rows), statistics.mean(r[2] for r in rows))
 
 
 def main():
@@ -71,29 +75,33 @@ def main():
     base = run_all(args.against, cases, args.jobs) if args.against else None
     names = [os.path.basename(trace).split(".")[0] for trace in args.traces]
     total, base_total = 0.0, 0.0
+    maps_total, base_maps_total = 0.0, 0.0
     if base:
         print("| trace | largest reserved / live: base | this | unmaps a step, mean of the "
-              "timings: base | this |")
+              "timings: base | this | maps a step, mean: base | this |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    else:
+        print("| trace | largest reserved / live | unmaps a step after warm-up: %s | mean | "
+              "maps a step, mean |" % " / ".join(t or "default" for t in TIMINGS))
         print("| --- | ---: | ---: | ---: | ---: |")
-    else:
-        print("| trace | largest reserved / live | unmaps a step after warm-up: %s | mean |"
-              % " / ".join(t or "default" for t in TIMINGS))
-        print("| --- | ---: | ---: | ---: |")
     for k, name in enumerate(names):
-        memory, unmaps, mean = summarize(results, k)
+        memory, unmaps, mean, maps = summarize(results, k)
         total += mean
+        maps_total += maps
         if base:
-            base_memory, _, base_mean = summarize(base, k)
+            base_memory, _, base_mean, base_maps = summarize(base, k)
             base_total += base_mean
-            print("| %s | %.3f | %.3f | %.1f | %.1f |" % (name, base_memory, memory, base_mean,
-                                                         mean))
+            base_maps_total += base_maps
+            print("| %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.1f |" %
+                  (name, base_memory, memory, base_mean, mean, base_maps, maps))
         else:
-            print("| %s | %.3f | %s | %.1f |" % (name, memory,
-                                               " / ".join("%.1f" % u for u in unmaps), mean))
+            print("| %s | %.3f | %s | %.1f | %.1f |" %
+                  (name, memory, " / ".join("%.1f" % u for u in unmaps), mean, maps))
     if base:
-        print("\nsum of the means: base %.1f, this %.1f unmaps a step" % (base_total, total))
+        print("\nsum of the means: base %.1f, this %.1f unmaps a step; maps: base %.1f, this %.1f"
+              % (base_total, total, base_maps_total, maps_total))
     else:
-        print("\nsum of the means: %.1f unmaps a step" % total)
+        print("\nsum of the means: %.1f unmaps a step, %.1f maps a step" % (total, maps_total))
 
 if __name__ == "__main__":
     main()

@@ -33,6 +33,13 @@
 //             a new block only once its last user's work completed, and only for
 //             the pages that new ones cannot give within
 //               reserved <= (1 + arena_slack) * peak active  (and the limit).
+//             A move is one map: the old place keeps mapping the physical page
+//             (its shadow; unmapped only when a block needs that place or the page
+//             goes back), and a block placed there later takes the page back
+//             with no call while it is idle where it went:
+//               mapped => no shadow;  shadow(p) => p's page is held elsewhere
+//             (statistics::moves, returns; allocator_options::pages tells where
+//             pages hold memory, whatever the device maps).
 //             With slack, a block goes where its pages are all mapped (one of 8
 //             pages or more: to the shortest mapped run that holds it, so longer
 //             runs stay whole), else where they are most mapped, also inside a
@@ -128,6 +135,17 @@ struct allocation {
 // backend has virtual memory, else segments.
 enum class pool_policy { automatic, segments, arena };
 
+// Told of the arena's pages as they come to hold memory at an address or stop to:
+// a page that moves is unheld at its old address and held at its new one, whatever
+// the device is told (a moved page stays mapped where it was until that address is
+// needed, and may move back there with no call at all). Called under the
+// allocator's lock: keep it short and call nothing of the allocator.
+class page_listener {
+ public:
+  virtual ~page_listener() = default;
+  virtual void on_pages(address_t at, std::size_t bytes, bool held) = 0;
+};
+
 struct allocator_options {
   pool_policy policy = pool_policy::automatic;
   std::size_t memory_limit = 0;  // 0: the backend's capacity
@@ -154,6 +172,8 @@ struct allocator_options {
   // Non-empty: record every successful allocate and free to this file, as a memkit
   // trace that `memkit replay` reads back (see start_recording).
   std::string record_path = {};
+  // Told of the arena's pages (see page_listener); must outlive the allocator.
+  page_listener* pages = nullptr;
 };
 
 // A view of the allocator's layout, for reports (the segment map of memkit replay).

@@ -60,7 +60,7 @@ struct statistics_field {
   const char* name;
   std::uint64_t (*get)(const statistics&);
 };
-inline constexpr std::array<statistics_field, 19> statistics_fields = {{
+inline constexpr std::array<statistics_field, 21> statistics_fields = {{
     {"active_bytes", [](const statistics& s) -> std::uint64_t { return s.active_bytes; }},
     {"peak_active_bytes", [](const statistics& s) -> std::uint64_t { return s.peak_active_bytes; }},
     {"requested_bytes", [](const statistics& s) -> std::uint64_t { return s.requested_bytes; }},
@@ -83,6 +83,8 @@ inline constexpr std::array<statistics_field, 19> statistics_fields = {{
     {"maps", [](const statistics& s) -> std::uint64_t { return s.maps; }},
     {"unmaps", [](const statistics& s) -> std::uint64_t { return s.unmaps; }},
     {"queue_orders", [](const statistics& s) -> std::uint64_t { return s.queue_orders; }},
+    {"moves", [](const statistics& s) -> std::uint64_t { return s.moves; }},
+    {"returns", [](const statistics& s) -> std::uint64_t { return s.returns; }},
 }};
 
 }  // namespace memkit::capi

@@ -47,6 +47,9 @@ typedef struct memkit_statistics {
   /* queues made to wait, on the device, for another queue's work, so that blocks it
      freed could be reused at once */
   uint64_t queue_orders;
+  /* pages the arena moved to another address (each a map; the old address keeps
+     mapping it, so no unmap), and pages moved back where still mapped (no call) */
+  uint64_t moves, returns;
 } memkit_statistics;
 
 /* The version of the library, "MAJOR.MINOR.PATCH". */

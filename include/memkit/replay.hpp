@@ -60,6 +60,8 @@ struct replay_result {
   bool has_unmaps_after_warmup = false;
   std::uint64_t unmaps_after_warmup = 0;
   std::uint64_t maps_after_warmup = 0;
+  std::uint64_t moves_after_warmup = 0;    // pages moved (statistics::moves)
+  std::uint64_t returns_after_warmup = 0;  // pages moved back at no cost (statistics::returns)
   // With step markers: pages unmapped in each step (the events before the first
   // marker count in the first step).
   std::vector<std::uint64_t> unmaps_by_step;

@@ -22,6 +22,8 @@ struct statistics {
   std::uint64_t backend_frees = 0;        // segments and physical pages given back
   std::uint64_t maps = 0;                 // pages mapped (arena)
   std::uint64_t unmaps = 0;               // pages unmapped (arena)
+  std::uint64_t moves = 0;                // pages moved to another address (arena: a map each)
+  std::uint64_t returns = 0;              // pages moved back where still mapped (no call)
   std::uint64_t retries = 0;              // waits for queued work before retrying
   std::uint64_t queue_orders = 0;         // queues made to wait for another's fence on the device
   std::uint64_t out_of_memory = 0;        // requests that ended in out_of_memory
@@ -48,6 +50,8 @@ inline void add_counters(statistics& total, const statistics& s) {
   total.backend_frees += s.backend_frees;
   total.maps += s.maps;
   total.unmaps += s.unmaps;
+  total.moves += s.moves;
+  total.returns += s.returns;
   total.retries += s.retries;
   total.queue_orders += s.queue_orders;
   total.out_of_memory += s.out_of_memory;

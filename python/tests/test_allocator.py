@@ -38,7 +38,7 @@ def test_version_and_backends():
 
 def test_statistics_have_the_names_of_the_c_api(alloc):
     fields = statistics_fields_of_c_api()
-    assert len(fields) == 19
+    assert len(fields) == 21
     assert list(alloc.statistics()) == fields
 
 

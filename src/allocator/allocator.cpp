@@ -45,6 +45,7 @@ allocator::state::state(backend& b, const allocator_options& options)
     vm = arena::create(device, facts, fences, options.arena_slack);
     if (vm) {
       vm->set_loop_planning(options.plan_loops);
+      vm->set_listener(options.pages);
       small_max = pools::kSmallRequestWithArena;
     }
   }
@@ -292,6 +293,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
             vm->abandon(request);
           };
           if (request.pages.empty() && !request.must_wait) {
+            stats.returns += vm->commit_returns(request);
             *handed = request.b;
             return on_allocated(request.b, bytes, true);
           }
@@ -578,6 +580,8 @@ void allocator::state::count_pages(const arena::page_counts& counts) {
   const std::size_t g = vm->get_page_size();
   stats.maps += counts.mapped;
   stats.unmaps += counts.unmapped;
+  stats.moves += counts.moved;
+  stats.returns += counts.returned;
   stats.backend_allocations += counts.created;
   stats.backend_frees += counts.released;
   stats.reserved_bytes = stats.reserved_bytes + counts.created * g - counts.released * g;

@@ -6,6 +6,7 @@
 #include <bit>
 #include <limits>
 #include <string>
+#include <unordered_map>
 
 #include "common/helpers.hpp"
 #include "memkit/errors.hpp"
@@ -37,6 +38,8 @@ constexpr int kRangesAfterFit = 4;
 // pages move, a wait for some of them need not wait for all the work queued since.
 constexpr std::uint32_t kFencesAfterMoves = 4096;
 constexpr std::size_t kMinPageBytes = 4096;
+// Shadows followed to find where a physical page is now (each move leaves one).
+constexpr int kHomeHops = 8;
 
 // Of the free serials of idle pages waiting on a queue, the one after which `pages`
 // of them (or all) have completed; 0 when none waits.
@@ -196,11 +199,14 @@ arena::arena(backend& device, const fence_tracker& fences, double slack, address
 
 arena::~arena() {
   const std::size_t g = page_size_;
+  // Every mapping first (a physical page may be mapped as shadows too), then the pages.
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
     const page_map::page& p = pages_.get(i);
-    if (!p.physical) continue;
-    device_.unmap(base_ + i * g, g);
-    device_.release_page(p.physical, g);
+    if (p.physical || p.shadow) device_.unmap(base_ + i * g, g);
+  }
+  for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
+    const page_map::page& p = pages_.get(i);
+    if (p.physical) device_.release_page(p.physical, g);
   }
   device_.release_range(base_, size_);
 }
@@ -401,23 +407,38 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   const std::uint32_t first = first_page(b);
   const std::uint32_t last = last_page(b);
   std::size_t need = 0;
+  std::size_t shadowed = 0;  // of those, pages with a shadow
   // Usually every page is mapped and none busy: one look at the bitmap says so.
   if (!pages_.are_all_usable(first, last)) {
     for (std::uint32_t i = first; i <= last; ++i) {
       const page_map::page& p = pages_.at(i);
-      if (p.busy)
+      if (p.busy) {
         r.must_wait = true;
-      else if (!p.physical)
+      } else if (!p.physical) {
         ++need;
+        shadowed += p.shadow != 0;
+      }
     }
   }
   // Idle pages elsewhere, least recently used first, that this queue may take,
   // for the pages that new ones cannot give within the slack over the peak in
-  // use: every stolen page is an unmap now and likely a map again later.
+  // use: every stolen page is a map now (its old place keeps it as a shadow) and
+  // likely a map again later.
   std::vector<std::uint32_t> stolen;
   const std::size_t growth_room = get_growth_room(room.peak_active);
   const std::size_t in_use = room.in_use;
   const std::size_t room_pages = growth_room > in_use ? (growth_room - in_use) / g : 0;
+  // Past the slack, a page whose shadow is idle where it went takes it back first:
+  // a move that costs no call.
+  for (std::uint32_t i = first; i <= last && shadowed > 0 && need > room_pages; ++i) {
+    const page_map::page& p = pages_.get(i);
+    if (p.physical || p.busy || !p.shadow) continue;
+    --shadowed;
+    if (!can_reclaim(i, first, last)) continue;
+    reclaim(i);
+    r.reclaimed.push_back({i, pages_.get(i).shadow_home});
+    --need;
+  }
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
   // Idle pages that could move once this queue's work completes, oldest first; the
   // serial of the free that makes enough of them movable.
@@ -426,8 +447,9 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
     visit_idle([&](std::uint32_t j) {
       const page_map::page& p = pages_.get(j);
       if (j >= first && j <= last) return true;
-      // Unmapping is not ordered on any queue: the work that used the page must be
-      // complete, even on this very queue.
+      // Its place becomes a shadow, which a later block there unmaps, and unmapping
+      // is not ordered on any queue: the work that used the page must be complete,
+      // even on this very queue.
       if (fences_.is_safe(p.queue, p.free_serial))
         stolen.push_back(j);
       else if (p.queue == queue)
@@ -443,6 +465,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   if (r.wait_would_help) r.wait_serial = serial_freeing(waiting, creates - room_pages);
   if (in_use + creates * g > room.limit) {
     r.shortfall = in_use + creates * g - room.limit;
+    undo_reclaims(r);
     b->queue = r.previous_queue;
     pool_of(b).give_back(b, b->free_serial);
     return false;
@@ -464,14 +487,20 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
     if (!needs_page) continue;
     pages_.set_busy(i, true);
     page_plan plan{i, 0, page_map::kNone};
+    plan.unmap_shadow = p.shadow != 0;
     if (k < stolen.size()) {
+      // The victim stays mapped to it, as its shadow: no unmap now, and the page
+      // may come back there at no cost.
       const std::uint32_t j = stolen[k++];
       page_map::page& victim = pages_.at(j);
       plan.physical = victim.physical;
       plan.stolen_from = j;
       pages_.unlink_idle(j);
       pages_.set_physical(j, 0);
-      pages_.set_busy(j, true);  // until it is unmapped: no other block maps it meanwhile
+      victim.shadow = plan.physical;
+      victim.shadow_home = i;
+      shadows_++;
+      pages_.set_busy(j, true);  // until the map: no other block maps over it meanwhile
       mapped_pages_--;
       held_unmapped_++;
     }
@@ -483,12 +512,12 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
 bool arena::map(request& r) {
   const std::size_t g = page_size_;
   const address_t base = base_;
-  std::size_t unmapped = 0;  // pages of the plan whose stolen page is unmapped so far
-  std::size_t mapped = 0;    // pages of the plan mapped so far
+  std::size_t mapped = 0;  // pages of the plan mapped so far
+  r.shadows_unmapped = 0;
   try {
     for (const page_plan& p : r.pages) {
-      if (p.stolen_from != page_map::kNone) device_.unmap(base + p.stolen_from * g, g);
-      ++unmapped;
+      if (p.unmap_shadow) device_.unmap(base + p.index * g, g);
+      ++r.shadows_unmapped;
     }
     for (page_plan& p : r.pages) {
       if (p.physical) continue;
@@ -517,48 +546,133 @@ bool arena::map(request& r) {
       }
     };
     for (std::size_t k = 0; k < mapped; ++k) try_unmap(base + r.pages[k].index * g);
-    for (std::size_t k = unmapped; k < r.pages.size(); ++k) {
-      if (r.pages[k].stolen_from != page_map::kNone) try_unmap(base + r.pages[k].stolen_from * g);
-    }
     return false;
   }
 }
 
 arena::page_counts arena::finish(request& r, bool mapped, std::vector<page_plan>& to_release) {
-  std::size_t stolen = 0;
-  std::size_t created = 0;
-  for (const page_plan& p : r.pages) {
-    if (p.stolen_from != page_map::kNone)
-      ++stolen;
-    else if (p.physical)
-      ++created;
-  }
-  held_unmapped_ -= stolen;
-  for (const page_plan& p : r.pages) {
-    if (p.stolen_from != page_map::kNone) pages_.set_busy(p.stolen_from, false);  // unmapped
-  }
   page_counts counts;
-  counts.unmapped = stolen;
-  counts.created = created;
+  counts.returned = commit_returns(r);
+  // The shadows unmapped under the block's pages (all of them, when mapped).
+  for (std::size_t k = 0; k < r.shadows_unmapped; ++k) {
+    page_map::page& p = pages_.at(r.pages[k].index);
+    if (!r.pages[k].unmap_shadow) continue;
+    p.shadow = 0;
+    shadows_--;
+    counts.unmapped++;
+  }
   if (mapped) {
     for (const page_plan& p : r.pages) {
+      if (p.stolen_from != page_map::kNone) {
+        pages_.set_busy(p.stolen_from, false);  // its shadow stays
+        held_unmapped_--;
+        counts.moved++;
+        tell(p.stolen_from, false);
+      } else {
+        counts.created++;
+      }
+      tell(p.index, true);
       pages_.set_physical(p.index, p.physical);
       pages_.set_busy(p.index, false);
     }
     mapped_pages_ += r.pages.size();
     counts.mapped = r.pages.size();
   } else {
-    // The pages already in hand (stolen, or created before the backend ran out)
-    // go back to the device: the caller releases them without the lock. Those
-    // created were made, never used.
-    counts.released = stolen + created;
+    // Stolen pages go back where they came from (still mapped there); those created
+    // before the backend ran out go back to the device: the caller releases them
+    // without the lock.
+    restore_victims(r);
     for (const page_plan& p : r.pages) {
       pages_.set_busy(p.index, false);
-      if (p.physical) to_release.push_back({p.index, p.physical, page_map::kNone});
+      if (p.physical && p.stolen_from == page_map::kNone) {
+        to_release.push_back({p.index, p.physical, page_map::kNone});
+        counts.created++;
+        counts.released++;
+      }
     }
     cancel(r);
   }
   return counts;
+}
+
+std::size_t arena::commit_returns(request& r) {
+  for (const auto& [i, home] : r.reclaimed) {
+    tell(home, false);
+    tell(i, true);
+  }
+  const std::size_t returned = r.reclaimed.size();
+  r.reclaimed.clear();
+  return returned;
+}
+
+bool arena::can_reclaim(std::uint32_t i, std::uint32_t first, std::uint32_t last) const {
+  const page_map::page& p = pages_.get(i);
+  const std::uint32_t h = find_home(i);
+  if (h == page_map::kNone || (h >= first && h <= last)) return false;
+  const page_map::page& home = pages_.get(h);
+  // Complete, as for a steal: the home becomes a shadow, which may be unmapped.
+  return home.physical == p.shadow && home.idle && !home.busy &&
+         fences_.is_safe(home.queue, home.free_serial);
+}
+
+std::uint32_t arena::find_home(std::uint32_t i) const {
+  const page_id physical = pages_.get(i).shadow;
+  std::uint32_t h = pages_.get(i).shadow_home;
+  // Where it moved on from its first home, that home is a shadow too, pointing on.
+  for (int hops = 0; hops < kHomeHops && h < pages_.get_count(); ++hops) {
+    const page_map::page& at = pages_.get(h);
+    if (at.physical == physical) return h;
+    if (at.shadow != physical) break;
+    h = at.shadow_home;
+  }
+  return page_map::kNone;
+}
+
+void arena::reclaim(std::uint32_t i) {
+  page_map::page& p = pages_.at(i);
+  const std::uint32_t h = find_home(i);
+  page_map::page& home = pages_.at(h);
+  const page_id physical = p.shadow;
+  pages_.unlink_idle(h);
+  pages_.set_physical(h, 0);
+  home.shadow = physical;
+  home.shadow_home = i;
+  p.shadow = 0;
+  p.shadow_home = h;  // for undo_reclaims
+  pages_.set_physical(i, physical);
+  // The physical page's last use, for the fences that guard it.
+  p.queue = home.queue;
+  p.free_serial = home.free_serial;
+}
+
+void arena::undo_reclaims(request& r) {
+  for (auto it = r.reclaimed.rbegin(); it != r.reclaimed.rend(); ++it) {
+    const auto [i, h] = *it;
+    page_map::page& p = pages_.at(i);
+    page_map::page& home = pages_.at(h);
+    const page_id physical = p.physical;
+    pages_.set_physical(i, 0);
+    p.shadow = physical;
+    p.shadow_home = h;
+    home.shadow = 0;
+    pages_.set_physical(h, physical);
+    pages_.link_idle(h);
+  }
+  r.reclaimed.clear();
+}
+
+void arena::restore_victims(request& r) {
+  for (const page_plan& p : r.pages) {
+    if (p.stolen_from == page_map::kNone) continue;
+    page_map::page& victim = pages_.at(p.stolen_from);
+    victim.shadow = 0;
+    shadows_--;
+    pages_.set_busy(p.stolen_from, false);
+    pages_.set_physical(p.stolen_from, p.physical);
+    pages_.link_idle(p.stolen_from);
+    mapped_pages_++;
+    held_unmapped_--;
+  }
 }
 
 void arena::cancel(request& r) {
@@ -580,15 +694,9 @@ void arena::cancel(request& r) {
 }
 
 void arena::abandon(request& r) {
-  for (const page_plan& p : r.pages) {
-    pages_.set_busy(p.index, false);
-    if (p.stolen_from == page_map::kNone) continue;
-    pages_.set_busy(p.stolen_from, false);
-    pages_.set_physical(p.stolen_from, p.physical);
-    pages_.link_idle(p.stolen_from);
-    mapped_pages_++;
-    held_unmapped_--;
-  }
+  for (const page_plan& p : r.pages) pages_.set_busy(p.index, false);
+  restore_victims(r);
+  undo_reclaims(r);
   cancel(r);
 }
 
@@ -649,10 +757,32 @@ std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) co
 arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>& out) {
   page_counts counts;
   if (bytes == 0) return counts;
+  // A physical page goes back only once unmapped everywhere: its shadows too. One
+  // that another request is unmapping now (busy) stays, and so does its page.
+  std::unordered_multimap<page_id, std::uint32_t> shadows;
+  std::unordered_set<page_id> kept;
+  if (shadows_ > 0) {
+    for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
+      const page_map::page& p = pages_.get(i);
+      if (!p.shadow) continue;
+      shadows.emplace(p.shadow, i);
+      if (p.busy) kept.insert(p.shadow);
+    }
+  }
   visit_idle([&](std::uint32_t j) {
     page_map::page& p = pages_.at(j);
-    if (fences_.is_safe(p.queue, p.free_serial)) {
+    if (fences_.is_safe(p.queue, p.free_serial) && !kept.contains(p.physical)) {
+      const auto [from, to] = shadows.equal_range(p.physical);
+      for (auto it = from; it != to; ++it) {
+        page_map::page& s = pages_.at(it->second);
+        out.push_back({it->second, 0, it->second});
+        s.shadow = 0;
+        shadows_--;
+        pages_.set_busy(it->second, true);  // until unmapped
+        counts.unmapped++;
+      }
       out.push_back({j, p.physical, j});
+      tell(j, false);
       pages_.unlink_idle(j);
       pages_.set_physical(j, 0);
       pages_.set_busy(j, true);  // until give_back has unmapped it (see settle_released)
@@ -670,7 +800,7 @@ void arena::give_back(const std::vector<page_plan>& pages) {
   const std::size_t g = page_size_;
   for (const page_plan& p : pages) {
     if (p.stolen_from != page_map::kNone) device_.unmap(base_ + p.stolen_from * g, g);
-    device_.release_page(p.physical, g);
+    if (p.physical) device_.release_page(p.physical, g);
   }
 }
 
@@ -710,7 +840,7 @@ void arena::validate(bool blocks_in_flight) const {
   };
   count_users(range_);
   for (const auto& region : regions_) count_users(region->pool);
-  std::size_t mapped = 0, idle = 0;
+  std::size_t mapped = 0, idle = 0, shadow_count = 0;
   std::vector<std::uint64_t> physical;
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
     const page_map::page& p = pages_.get(i);
@@ -719,6 +849,8 @@ void arena::validate(bool blocks_in_flight) const {
     // failed; it finds the page unmapped when it wakes and places itself again.
     check(p.users == 0 || p.physical || p.busy || blocks_in_flight, "a live byte is not mapped");
     check(p.idle == (p.physical && p.users == 0), "a page's idle mark is wrong");
+    check(!p.physical || !p.shadow, "a mapped page has a shadow");
+    shadow_count += p.shadow != 0;
     check(pages_.is_usable(i) == (p.physical && !p.busy),
           "the bitmap of usable pages disagrees with the pages");
     if (p.physical) {
@@ -731,6 +863,13 @@ void arena::validate(bool blocks_in_flight) const {
   check(std::adjacent_find(physical.begin(), physical.end()) == physical.end(),
         "one physical page is mapped twice: two blocks would share a byte");
   check(mapped == mapped_pages_, "the mapped-page count is wrong");
+  check(shadow_count == shadows_, "the shadow count is wrong");
+  // A busy shadow's page is on its way to a block being mapped.
+  for (std::uint32_t i = 0; i < pages_.get_count() && !blocks_in_flight; ++i) {
+    const page_map::page& p = pages_.get(i);
+    check(!p.shadow || p.busy || std::binary_search(physical.begin(), physical.end(), p.shadow),
+          "a shadow maps a physical page that no page holds");
+  }
   check(idle == pages_.get_idle_count(), "the idle list's length is wrong");
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "allocator/fences.hpp"
@@ -25,8 +26,11 @@ namespace memkit {
 // One page to map under a new block (or to give back): where, and which physical page.
 struct page_plan {
   std::uint32_t index;                                     // page of the arena
-  page_id physical;                                        // 0: create one
-  std::uint32_t stolen_from = placement::page_map::kNone;  // idle page to unmap first
+  page_id physical;                                        // 0: create one (release: unmap only)
+  std::uint32_t stolen_from = placement::page_map::kNone;  // map: the idle page it came from
+                                                           // (left as its shadow); release:
+                                                           // the page to unmap first
+  bool unmap_shadow = false;  // map: the page's shadow is unmapped first
 };
 
 class arena {
@@ -44,6 +48,8 @@ class arena {
     std::size_t unmapped = 0;
     std::size_t created = 0;
     std::size_t released = 0;
+    std::size_t moved = 0;     // pages that came from another place (stolen)
+    std::size_t returned = 0;  // pages back where they were still mapped (no call)
   };
   // A block placed and the pages to map under it, between take and finish.
   struct request {
@@ -58,7 +64,11 @@ class arena {
       std::uint64_t free_serial;
     };
     std::vector<idle_page> was_idle;
-    std::size_t creates = 0;        // physical pages to create
+    // Pages that took back their shadow's physical page from its idle home (no call):
+    // (page, home), undone by abandon.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> reclaimed;
+    std::size_t shadows_unmapped = 0;  // map: entries of `pages` whose shadow map unmapped
+    std::size_t creates = 0;           // physical pages to create
     std::size_t reserving = 0;      // their bytes: reserved, for the caller, until finish/abandon
     std::size_t past_slack = 0;     // pages it steals or creates past the slack's room
     std::size_t shortfall = 0;      // bytes over the limit, when it failed
@@ -134,6 +144,11 @@ class arena {
   std::size_t get_growth_room(std::size_t peak_active) const {
     return static_cast<std::size_t>(static_cast<double>(peak_active) * (1.0 + slack_));
   }
+  // Told of pages that come to hold memory or stop to (allocator_options::pages).
+  void set_listener(page_listener* listener) { listener_ = listener; }
+  // A request handed out with no page to map: its pages taken back from shadows
+  // count, and are told. Returns how many.
+  std::size_t commit_returns(request& r);
   // Whether requests go through the loop plan (allocator_options::plan_loops).
   void set_loop_planning(bool on) { plan_loops_ = on; }
   // The pool a block of the arena belongs to: the range or a plan's region.
@@ -178,6 +193,17 @@ class arena {
   pools::block* take_online(std::size_t size, queue_id queue, request& r);
   // Counts the pages under a placed block and plans the ones to map (see take).
   bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
+  // Whether page i's shadow can come back to it at no cost: its home still holds it,
+  // idle, outside [first, last], and its last work there completed.
+  bool can_reclaim(std::uint32_t i, std::uint32_t first, std::uint32_t last) const;
+  // The page that holds page i's shadow now, following the shadows it left; kNone.
+  std::uint32_t find_home(std::uint32_t i) const;
+  void reclaim(std::uint32_t i);     // moves the shadow's physical page back to i
+  void undo_reclaims(request& r);    // moves them back to their homes
+  void restore_victims(request& r);  // stolen pages back to the idle pages they came from
+  void tell(std::uint32_t page, bool held) {
+    if (listener_) listener_->on_pages(base_ + std::size_t{page} * page_size_, page_size_, held);
+  }
   // Calls visit(page) for each idle page, least recently used first and the current
   // region's last, until it returns false; visit may unlink the page it is given.
   template <class Visit>
@@ -200,7 +226,9 @@ class arena {
   pools::segment_pool range_;           // placement of blocks in the range (a single segment)
   placement::page_map pages_;           // one entry per page of the range
   std::size_t mapped_pages_ = 0;        // pages with a physical page mapped now
-  std::size_t held_unmapped_ = 0;       // stolen pages between unmap and map (still reserved)
+  std::size_t held_unmapped_ = 0;       // stolen pages between plan and map (still reserved)
+  std::size_t shadows_ = 0;             // pages with a shadow
+  page_listener* listener_ = nullptr;   // told of pages held and unheld
   std::uint32_t fences_wanted_ = 0;     // frees that leave pages idle and record a fence,
                                         // left (reset while pages move or requests wait)
   bool placed_any_ = false;             // a block was ever placed

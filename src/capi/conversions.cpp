@@ -58,7 +58,9 @@ memkit_statistics to_c_statistics(const statistics& s) {
                            s.segments,
                            s.maps,
                            s.unmaps,
-                           s.queue_orders};
+                           s.queue_orders,
+                           s.moves,
+                           s.returns};
 }
 
 memkit_snapshot* make_c_snapshot(const std::vector<segment_view>& views) {

@@ -24,6 +24,10 @@ class page_map {
     page_index next_idle = kNone;
     bool busy = false;  // being mapped or unmapped with the lock released
     bool idle = false;  // on the idle list
+    // Unmapped here, but the device still maps a physical page here that now serves
+    // another page (where it moved without an unmap): moving it back costs no call.
+    page_id shadow = 0;              // that physical page; 0 when none (always, if mapped)
+    page_index shadow_home = kNone;  // where it went (a hint: it may have moved since)
   };
 
   // Write physical and busy through set_physical / set_busy: they keep the bitmap.

@@ -73,6 +73,8 @@ nlohmann::json replay_json(const trace::report_section& section) {
   out["backend_frees"] = result.backend_frees;
   out["maps"] = result.maps;
   out["unmaps"] = result.unmaps;
+  out["moves"] = result.final_statistics.moves;
+  out["returns"] = result.final_statistics.returns;
   if (trace.steps > 0) {
     out["steps"] = trace.steps;
     out["warmup_steps"] = trace.warmup_steps;
@@ -87,6 +89,10 @@ nlohmann::json replay_json(const trace::report_section& section) {
         per_step(result.unmaps_after_warmup, trace.step_starts.size() - trace.warmup_steps);
     out["maps_after_warmup_per_step"] =
         per_step(result.maps_after_warmup, trace.step_starts.size() - trace.warmup_steps);
+    out["moves_after_warmup_per_step"] =
+        per_step(result.moves_after_warmup, trace.step_starts.size() - trace.warmup_steps);
+    out["returns_after_warmup_per_step"] =
+        per_step(result.returns_after_warmup, trace.step_starts.size() - trace.warmup_steps);
   }
   if (section.options.device_lag > 0) {
     out["device_lag"] = section.options.device_lag;

@@ -20,9 +20,11 @@ constexpr std::uint64_t kProgressEvery = 4096;
 std::string mib(std::size_t bytes) { return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB"; }
 
 // Between the allocator and the device (the memory interface is all the allocator
-// uses): notes the segments and pages it hands out and takes back (for
-// record_history) until the replay takes them.
-class watched_backend final : public forwarded_memory {
+// uses): notes the segments it holds and gives back, and, told by the allocator, the
+// pages that hold memory in its arena (a page that moved may stay mapped where it
+// was: the device's map calls are not the memory held), for record_history, until
+// the replay takes them.
+class watched_backend final : public forwarded_memory, public page_listener {
  public:
   explicit watched_backend(backend& device) : forwarded_memory(device) {}
 
@@ -37,13 +39,8 @@ class watched_backend final : public forwarded_memory {
     note(history_event::kinds::segment_free, address, bytes);
     upstream_.free_segment(address, bytes);
   }
-  void map(address_t at, page_id page, std::size_t bytes) override {
-    upstream_.map(at, page, bytes);
-    note(history_event::kinds::segment_map, at, bytes);
-  }
-  void unmap(address_t at, std::size_t bytes) override {
-    note(history_event::kinds::segment_unmap, at, bytes);
-    upstream_.unmap(at, bytes);
+  void on_pages(address_t at, std::size_t bytes, bool held) override {
+    note(held ? history_event::kinds::segment_map : history_event::kinds::segment_unmap, at, bytes);
   }
 
  private:
@@ -112,7 +109,10 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
                         mib(machine_bytes) + " (replay it on --backend sim)");
     }
   }
-  if (watched) setup.watcher = std::make_unique<watched_backend>(*setup.device);
+  if (watched) {
+    setup.watcher = std::make_unique<watched_backend>(*setup.device);
+    allocator_settings.pages = setup.watcher.get();
+  }
   setup.memory = std::make_unique<allocator>(
       watched ? static_cast<backend&>(*setup.watcher) : *setup.device, allocator_settings);
   // Streams beyond the device's queues share queues round-robin.
@@ -207,6 +207,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   const bool after_warmup = trace.step_starts.size() > trace.warmup_steps;
   std::uint64_t unmaps_at_warmup = 0;
   std::uint64_t maps_at_warmup = 0;
+  statistics at_warmup;
   std::uint64_t events_at_warmup = 0;
   std::chrono::steady_clock::time_point warmup_end;
   const auto run = [&](std::uint64_t first, std::uint64_t stop) {
@@ -223,7 +224,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   std::uint64_t unmaps_before = 0;
   for (std::size_t k = 0; k < pauses.size(); ++k) {
     if (after_warmup && k == trace.warmup_steps) {
-      const statistics at_warmup = setup.memory->get_statistics();
+      at_warmup = setup.memory->get_statistics();
       unmaps_at_warmup = at_warmup.unmaps;
       maps_at_warmup = at_warmup.maps;
       events_at_warmup = result.events;
@@ -259,6 +260,8 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
     result.has_unmaps_after_warmup = true;
     result.unmaps_after_warmup = result.unmaps - unmaps_at_warmup;
     result.maps_after_warmup = result.maps - maps_at_warmup;
+    result.moves_after_warmup = result.final_statistics.moves - at_warmup.moves;
+    result.returns_after_warmup = result.final_statistics.returns - at_warmup.returns;
     const std::uint64_t events = result.events - events_at_warmup;
     if (events > 0) {
       result.ns_per_event_after_warmup =

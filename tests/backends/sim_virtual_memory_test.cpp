@@ -30,6 +30,25 @@ TEST(sim_virtual_memory, a_huge_reservation_at_granularity_one_costs_nothing) {
   EXPECT_EQ(sim.reserve_range(~std::size_t{0} - 4096), 0u);
 }
 
+// As on CUDA, a physical page may be mapped at several addresses (the arena's
+// shadows), and goes back only once unmapped at every one.
+TEST(sim_virtual_memory, a_page_maps_at_two_addresses_and_is_released_after_both) {
+  sim_options o;
+  o.granularity = 4096;
+  sim_backend sim(o);
+  const address_t base = sim.reserve_range(4 * 4096);
+  const page_id page = sim.create_page(4096);
+  sim.map(base, page, 4096);
+  sim.map(base + 2 * 4096, page, 4096);
+  EXPECT_EQ(sim.get_mapping(base), page);
+  EXPECT_EQ(sim.get_mapping(base + 2 * 4096), page);
+  sim.unmap(base, 4096);
+  EXPECT_THROW(sim.release_page(page, 4096), invalid_argument) << "still mapped once";
+  sim.unmap(base + 2 * 4096, 4096);
+  sim.release_page(page, 4096);
+  sim.release_range(base, 4 * 4096);
+}
+
 TEST(sim_virtual_memory, a_partial_unmap_splits_the_mapping) {
   sim_options o;
   o.granularity = 4096;

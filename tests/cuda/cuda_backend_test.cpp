@@ -194,6 +194,34 @@ TEST_F(cuda_backend_test, virtual_memory_maps_pages_into_a_reserved_range) {
   EXPECT_EQ(device.get_counters().pages_released, 3u);
 }
 
+// The arena moves a page by mapping it at its new place and leaving the old mapping
+// (a shadow) until that place is needed: one physical page at two addresses.
+TEST_F(cuda_backend_test, one_page_mapped_at_two_addresses_holds_the_same_bytes) {
+  cuda_backend device;
+  if (!device.get_facts().virtual_memory) GTEST_SKIP() << "the device has no virtual memory";
+  const std::size_t page = device.get_facts().granularity;
+  const std::size_t range = 4 * page;
+  const address_t base = device.reserve_range(range);
+  ASSERT_NE(base, 0u);
+  const page_id p = device.create_page(page);
+  ASSERT_NE(p, 0u);
+  device.map(base, p, page);
+  device.set_access(base, page);
+  device.map(base + 2 * page, p, page);
+  device.set_access(base + 2 * page, page);
+  ASSERT_EQ(cudaMemset(reinterpret_cast<void*>(base), 7, page), cudaSuccess);
+  EXPECT_EQ(read_back(base + 2 * page, page)[page - 1], 7);
+  // Unmapping one address leaves the other, and the bytes, as they were.
+  device.unmap(base, page);
+  ASSERT_EQ(cudaMemset(reinterpret_cast<void*>(base + 2 * page), 9, 1), cudaSuccess);
+  const std::vector<unsigned char> host = read_back(base + 2 * page, page);
+  EXPECT_EQ(host[0], 9);
+  EXPECT_EQ(host[page - 1], 7);
+  device.unmap(base + 2 * page, page);
+  device.release_page(p, page);
+  device.release_range(base, range);
+}
+
 TEST_F(cuda_backend_test, virtual_memory_rejects_sizes_off_the_granularity) {
   cuda_backend device;
   if (!device.get_facts().virtual_memory) GTEST_SKIP() << "the device has no virtual memory";

@@ -47,13 +47,15 @@ TEST(loop_plan_replay, a_learned_loop_moves_no_page_once_it_settles) {
 // Llama with gradient checkpointing: its layer stack repeats long enough for a plan of
 // one layer, which the step's tail then loses. That plan (and its region) gives way
 // to the step's: no page moves after the warm-up. (A moved page is mapped again; an
-// idle page given back when the small pool grows is unmapped only: the trace has one
-// in its first step after the warm-up.)
+// idle page given back when the small pool grows is unmapped only, at its place and
+// at the shadow it left where it was before it moved: the trace has one in its first
+// step after the warm-up.)
 TEST(loop_plan_replay, a_layer_plan_gives_way_to_the_step_plan) {
   const replay_result planned = replay_workload("llama_ckpt_bf16", true);
   ASSERT_TRUE(planned.completed && planned.has_unmaps_after_warmup);
   EXPECT_EQ(planned.maps_after_warmup, 0u);
-  EXPECT_LE(planned.unmaps_after_warmup, 1u);
+  EXPECT_EQ(planned.moves_after_warmup, 0u);
+  EXPECT_LE(planned.unmaps_after_warmup, 2u);
   EXPECT_LE(static_cast<double>(planned.peak_reserved_bytes),
             1.02 * static_cast<double>(planned.peak_active_bytes) + (2 << 20));
 }
