@@ -669,7 +669,9 @@ void arena::restore_victims(request& r) {
     shadows_--;
     pages_.set_busy(p.stolen_from, false);
     pages_.set_physical(p.stolen_from, p.physical);
-    pages_.link_idle(p.stolen_from);
+    // After a failed mapping, a block placed over it meanwhile (waiting while it was
+    // busy) may use it: then it is not idle.
+    if (victim.users == 0) pages_.link_idle(p.stolen_from);
     mapped_pages_++;
     held_unmapped_--;
   }

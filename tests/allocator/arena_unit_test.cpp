@@ -342,6 +342,41 @@ TEST(arena_unit, a_failed_mapping_hands_back_its_pages) {
   t.free(b);
 }
 
+// A block placed over pages another request stole waits while they are busy; when
+// that request's mapping fails, the pages go back where they were, mapped, and the
+// waiting block finds them so: it uses them, and they are not idle.
+TEST(arena_unit, stolen_pages_a_failed_mapping_gives_back_serve_the_block_waiting_on_them) {
+  arena_test t(0.0, 16 * MiB);  // room for 8 physical pages
+  pools::block* a = t.place(8 * MiB);
+  pools::block* b = t.place(8 * MiB);
+  const std::size_t a_offset = a->offset;
+  t.free(a);
+  t.complete_all();
+  arena::request stealing;
+  ASSERT_TRUE(t.vm->take(12 * MiB, 0, t.room(), stealing));  // A's 4 pages and 2 new
+  ASSERT_EQ(stealing.creates, 2u);
+  arena::request waiting;
+  ASSERT_TRUE(t.vm->take(8 * MiB, 0, t.room(), waiting));  // A's place, its pages busy
+  ASSERT_EQ(waiting.b->offset, a_offset);
+  EXPECT_TRUE(waiting.must_wait);
+  EXPECT_TRUE(waiting.pages.empty());
+  std::vector<page_plan> to_release;
+  EXPECT_FALSE(t.vm->map(stealing));  // no room for the 2 new pages
+  t.count(t.vm->finish(stealing, false, to_release));
+  EXPECT_NO_THROW(t.vm->validate(true));
+  EXPECT_TRUE(t.vm->map(waiting));
+  t.count(t.vm->finish(waiting, true, to_release));
+  EXPECT_TRUE(to_release.empty());
+  EXPECT_TRUE(t.vm->is_settled(waiting.b) && t.vm->is_mapped(waiting.b));
+  EXPECT_EQ(t.vm->calculate_releasable(), 0u) << "its pages are in use, not idle";
+  EXPECT_EQ(recounted(*t.vm), 16 * MiB);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.active += waiting.b->size;
+  t.free(waiting.b);
+  t.free(b);
+  EXPECT_NO_THROW(t.vm->validate(false));
+}
+
 // Validation and the recount agree with the counts the arena returned, through a
 // run of places, frees, completions and releases.
 TEST(arena_unit, validation_passes_through_a_random_run) {
