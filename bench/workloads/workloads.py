@@ -36,26 +36,19 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-STAT_FIELDS = [
-    "active_bytes", "peak_active_bytes", "requested_bytes", "peak_requested_bytes",
-    "cached_bytes", "reserved_bytes", "peak_reserved_bytes", "allocations", "frees",
-    "cache_hits", "backend_allocations", "backend_frees", "retries", "out_of_memory",
-    "live_blocks", "segments", "maps", "unmaps",
-]
 RECORD_WARMUP = 10  # steps a recorded trace counts as warm-up (its metadata warmup_steps), as compare
 COMPARE_STEPS = 25  # steps compare times after its warm-up; a recording covers both
 
 
-class MemkitStatistics(ctypes.Structure):
-    """memkit_statistics of include/memkit/memkit.h: size_t and uint64_t fields."""
-    _fields_ = [(name, ctypes.c_uint64) for name in STAT_FIELDS]
-
-
 def read_memkit_statistics(lib):
-    stats = MemkitStatistics()
-    if lib.memkit_torch_get_statistics(0, ctypes.byref(stats)) != 0:
+    """The library's statistics of device 0 by name, as many fields as it has (the
+    names come from the library, so a field it adds never overruns a buffer here)."""
+    lib.memkit_torch_statistics_fields.restype = ctypes.c_char_p
+    names = lib.memkit_torch_statistics_fields().decode().split(",")
+    values = (ctypes.c_uint64 * len(names))()
+    if lib.memkit_torch_get_statistics_array(0, values, ctypes.c_size_t(len(names))) != 0:
         raise RuntimeError("[workloads] memkit was not used on device 0")
-    return {name: getattr(stats, name) for name in STAT_FIELDS}
+    return dict(zip(names, values))
 
 
 def parse_allocator(spec):
@@ -143,8 +136,6 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
         lib.memkit_torch_last_error.restype = ctypes.c_char_p
         if lib.memkit_torch_install_hooks() != 0:
             sys.exit("[workloads] %s" % lib.memkit_torch_last_error().decode())
-        lib.memkit_torch_get_statistics.argtypes = [ctypes.c_int,
-                                                    ctypes.POINTER(MemkitStatistics)]
     step = make_loop(name, seed)
     before = {}
 
@@ -161,6 +152,9 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
         result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
         result["unmaps_per_step"] = (stats["unmaps"] - before["unmaps"]) / steps
         result["waits_per_step"] = (stats["retries"] - before["retries"]) / steps
+        if "moves" in stats:  # pages moved (a map each) and moved back at no cost
+            result["moves_per_step"] = (stats["moves"] - before["moves"]) / steps
+            result["returns_per_step"] = (stats["returns"] - before["returns"]) / steps
         result["peak_reserved"] = stats["peak_reserved_bytes"]
         result["peak_allocated"] = stats["peak_requested_bytes"]
         result["memkit"] = stats
@@ -300,6 +294,9 @@ def command_compare(args):
                 "  maps %.1f unmaps %.1f per step" % (result["maps_per_step"],
                                                       result["unmaps_per_step"])
                 if "maps_per_step" in result else "") +
+                ("  (moves %.1f, returns %.1f)" % (result["moves_per_step"],
+                                                   result["returns_per_step"])
+                 if "moves_per_step" in result else "") +
                 ("  in the allocator %.2f ms a step (%.0f calls)" % (
                     result["allocator_ms_per_step"], result["allocator_calls_per_step"])
                  if "allocator_ms_per_step" in result else ""), flush=True)

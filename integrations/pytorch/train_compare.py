@@ -21,26 +21,15 @@ import subprocess
 import sys
 import time
 
-STAT_FIELDS = [
-    "active_bytes", "peak_active_bytes", "requested_bytes", "peak_requested_bytes",
-    "cached_bytes", "reserved_bytes", "peak_reserved_bytes", "allocations", "frees",
-    "cache_hits", "backend_allocations", "backend_frees", "retries", "out_of_memory",
-    "live_blocks", "segments", "maps", "unmaps",
-]
-
-
-class MemkitStatistics(ctypes.Structure):
-    """memkit_statistics of include/memkit/memkit.h: size_t and uint64_t fields."""
-    _fields_ = [(name, ctypes.c_uint64) for name in STAT_FIELDS]
-
-
 def read_memkit_statistics(lib_path, device=0):
+    """The library's statistics by name, as many fields as it has (named by the library)."""
     lib = ctypes.CDLL(lib_path)
-    lib.memkit_torch_get_statistics.argtypes = [ctypes.c_int, ctypes.POINTER(MemkitStatistics)]
-    stats = MemkitStatistics()
-    if lib.memkit_torch_get_statistics(device, ctypes.byref(stats)) != 0:
+    lib.memkit_torch_statistics_fields.restype = ctypes.c_char_p
+    names = lib.memkit_torch_statistics_fields().decode().split(",")
+    values = (ctypes.c_uint64 * len(names))()
+    if lib.memkit_torch_get_statistics_array(device, values, ctypes.c_size_t(len(names))) != 0:
         raise RuntimeError("[train_compare] memkit was not used on device %d" % device)
-    return {name: getattr(stats, name) for name in STAT_FIELDS}
+    return dict(zip(names, values))
 
 
 def parse_allocator(spec):
