@@ -497,9 +497,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
       plan.stolen_from = j;
       pages_.unlink_idle(j);
       pages_.set_physical(j, 0);
-      victim.shadow = plan.physical;
-      victim.shadow_home = i;
-      shadows_++;
+      pages_.set_shadow(j, plan.physical, i);
       pages_.set_busy(j, true);  // until the map: no other block maps over it meanwhile
       mapped_pages_--;
       held_unmapped_++;
@@ -555,10 +553,8 @@ arena::page_counts arena::finish(request& r, bool mapped, std::vector<page_plan>
   counts.returned = commit_returns(r);
   // The shadows unmapped under the block's pages (all of them, when mapped).
   for (std::size_t k = 0; k < r.shadows_unmapped; ++k) {
-    page_map::page& p = pages_.at(r.pages[k].index);
     if (!r.pages[k].unmap_shadow) continue;
-    p.shadow = 0;
-    shadows_--;
+    pages_.set_shadow(r.pages[k].index, 0, page_map::kNone);
     counts.unmapped++;
   }
   if (mapped) {
@@ -635,10 +631,8 @@ void arena::reclaim(std::uint32_t i) {
   const page_id physical = p.shadow;
   pages_.unlink_idle(h);
   pages_.set_physical(h, 0);
-  home.shadow = physical;
-  home.shadow_home = i;
-  p.shadow = 0;
-  p.shadow_home = h;  // for undo_reclaims
+  pages_.set_shadow(h, physical, i);
+  pages_.set_shadow(i, 0, h);  // h: for undo_reclaims
   pages_.set_physical(i, physical);
   // The physical page's last use, for the fences that guard it.
   p.queue = home.queue;
@@ -648,13 +642,10 @@ void arena::reclaim(std::uint32_t i) {
 void arena::undo_reclaims(request& r) {
   for (auto it = r.reclaimed.rbegin(); it != r.reclaimed.rend(); ++it) {
     const auto [i, h] = *it;
-    page_map::page& p = pages_.at(i);
-    page_map::page& home = pages_.at(h);
-    const page_id physical = p.physical;
+    const page_id physical = pages_.get(i).physical;
     pages_.set_physical(i, 0);
-    p.shadow = physical;
-    p.shadow_home = h;
-    home.shadow = 0;
+    pages_.set_shadow(i, physical, h);
+    pages_.set_shadow(h, 0, page_map::kNone);
     pages_.set_physical(h, physical);
     pages_.link_idle(h);
   }
@@ -665,8 +656,7 @@ void arena::restore_victims(request& r) {
   for (const page_plan& p : r.pages) {
     if (p.stolen_from == page_map::kNone) continue;
     page_map::page& victim = pages_.at(p.stolen_from);
-    victim.shadow = 0;
-    shadows_--;
+    pages_.set_shadow(p.stolen_from, 0, page_map::kNone);
     pages_.set_busy(p.stolen_from, false);
     pages_.set_physical(p.stolen_from, p.physical);
     // After a failed mapping, a block placed over it meanwhile (waiting while it was
@@ -763,7 +753,7 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
   // that another request is unmapping now (busy) stays, and so does its page.
   std::unordered_multimap<page_id, std::uint32_t> shadows;
   std::unordered_set<page_id> kept;
-  if (shadows_ > 0) {
+  if (pages_.get_shadow_count() > 0) {
     for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
       const page_map::page& p = pages_.get(i);
       if (!p.shadow) continue;
@@ -776,10 +766,8 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
     if (fences_.is_safe(p.queue, p.free_serial) && !kept.contains(p.physical)) {
       const auto [from, to] = shadows.equal_range(p.physical);
       for (auto it = from; it != to; ++it) {
-        page_map::page& s = pages_.at(it->second);
         out.push_back({it->second, 0, it->second});
-        s.shadow = 0;
-        shadows_--;
+        pages_.set_shadow(it->second, 0, page_map::kNone);
         pages_.set_busy(it->second, true);  // until unmapped
         counts.unmapped++;
       }
@@ -865,7 +853,7 @@ void arena::validate(bool blocks_in_flight) const {
   check(std::adjacent_find(physical.begin(), physical.end()) == physical.end(),
         "one physical page is mapped twice: two blocks would share a byte");
   check(mapped == mapped_pages_, "the mapped-page count is wrong");
-  check(shadow_count == shadows_, "the shadow count is wrong");
+  check(shadow_count == pages_.get_shadow_count(), "the shadow count is wrong");
   // A busy shadow's page is on its way to a block being mapped.
   for (std::uint32_t i = 0; i < pages_.get_count() && !blocks_in_flight; ++i) {
     const page_map::page& p = pages_.get(i);

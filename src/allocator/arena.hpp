@@ -227,7 +227,6 @@ class arena {
   placement::page_map pages_;           // one entry per page of the range
   std::size_t mapped_pages_ = 0;        // pages with a physical page mapped now
   std::size_t held_unmapped_ = 0;       // stolen pages between plan and map (still reserved)
-  std::size_t shadows_ = 0;             // pages with a shadow
   page_listener* listener_ = nullptr;   // told of pages held and unheld
   std::uint32_t fences_wanted_ = 0;     // frees that leave pages idle and record a fence,
                                         // left (reset while pages move or requests wait)

@@ -44,6 +44,14 @@ class page_map {
     at(i).busy = busy;
     update_usable(i);
   }
+  // Write shadow through here: it keeps their count.
+  void set_shadow(page_index i, page_id shadow, page_index home) {
+    page& p = at(i);
+    shadow_count_ = shadow_count_ - (p.shadow != 0) + (shadow != 0);
+    p.shadow = shadow;
+    p.shadow_home = home;
+  }
+  std::size_t get_shadow_count() const { return shadow_count_; }
   // Mapped and not being mapped; false past the last page.
   bool is_usable(std::uint64_t i) const {
     return i < pages_.size() && (usable_[i / 64] >> (i % 64) & 1);
@@ -167,6 +175,7 @@ class page_map {
 
   std::vector<page> pages_;
   std::vector<std::uint64_t> usable_;  // bit i: page i is mapped and not busy
+  std::size_t shadow_count_ = 0;       // pages with a shadow
   page_index idle_head_ = kNone;       // most recently idle
   page_index idle_tail_ = kNone;       // least recently idle
   std::uint32_t idle_count_ = 0;
