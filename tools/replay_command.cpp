@@ -229,6 +229,12 @@ void print_table(const trace::report_section& section) {
     }
     line("steps", text);
   }
+  const statistics& final_counts = result.final_statistics;
+  if (final_counts.moves + final_counts.returns > 0) {
+    line("page moves", std::to_string(final_counts.moves) + " (a map each, no unmap), " +
+                           std::to_string(final_counts.returns) +
+                           " back where still mapped (no call)");
+  }
   char cost[96];
   std::snprintf(cost, sizeof cost, "%.0f ns/event (%.2f ms for the replay loop)",
                 result.ns_per_event, static_cast<double>(result.loop_ns) / 1e6);

@@ -263,6 +263,11 @@ std::string summary_table(const report_section& section) {
   }
   row("backend calls", std::to_string(result.backend_allocs) + " allocs, " +
                            std::to_string(result.backend_frees) + " frees");
+  const statistics& counts = result.final_statistics;
+  if (counts.moves + counts.returns > 0) {
+    row("page moves", std::to_string(counts.moves) + " (a map each, no unmap), " +
+                          std::to_string(counts.returns) + " back where still mapped (no call)");
+  }
   char cost[64];
   std::snprintf(cost, sizeof cost, "%.0f ns per event", result.ns_per_event);
   row("host cost", cost);
