@@ -67,7 +67,7 @@ class arena {
     // Pages that took back their shadow's physical page from its idle home (no call):
     // (page, home), undone by abandon.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> reclaimed;
-    std::size_t shadows_unmapped = 0;  // map: entries of `pages` whose shadow map unmapped
+    std::size_t shadows_unmapped = 0;  // map: entries of `pages` past their shadow's unmap
     std::size_t creates = 0;           // physical pages to create
     std::size_t reserving = 0;      // their bytes: reserved, for the caller, until finish/abandon
     std::size_t past_slack = 0;     // pages it steals or creates past the slack's room
