@@ -434,9 +434,10 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
     const page_map::page& p = pages_.get(i);
     if (p.physical || p.busy || !p.shadow) continue;
     --shadowed;
-    if (!can_reclaim(i, first, last)) continue;
-    reclaim(i);
-    r.reclaimed.push_back({i, pages_.get(i).shadow_home});
+    const std::uint32_t home = find_reclaimable_home(i, first, last);
+    if (home == page_map::kNone) continue;
+    reclaim(i, home);
+    r.reclaimed.push_back({i, home});
     --need;
   }
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
@@ -601,14 +602,14 @@ std::size_t arena::commit_returns(request& r) {
   return returned;
 }
 
-bool arena::can_reclaim(std::uint32_t i, std::uint32_t first, std::uint32_t last) const {
-  const page_map::page& p = pages_.get(i);
+std::uint32_t arena::find_reclaimable_home(std::uint32_t i, std::uint32_t first,
+                                           std::uint32_t last) const {
   const std::uint32_t h = find_home(i);
-  if (h == page_map::kNone || (h >= first && h <= last)) return false;
+  if (h == page_map::kNone || (h >= first && h <= last)) return page_map::kNone;
   const page_map::page& home = pages_.get(h);
   // Complete, as for a steal: the home becomes a shadow, which may be unmapped.
-  return home.physical == p.shadow && home.idle && !home.busy &&
-         fences_.is_safe(home.queue, home.free_serial);
+  const bool reclaimable = home.idle && !home.busy && fences_.is_safe(home.queue, home.free_serial);
+  return reclaimable ? h : page_map::kNone;
 }
 
 std::uint32_t arena::find_home(std::uint32_t i) const {
@@ -624,15 +625,14 @@ std::uint32_t arena::find_home(std::uint32_t i) const {
   return page_map::kNone;
 }
 
-void arena::reclaim(std::uint32_t i) {
+void arena::reclaim(std::uint32_t i, std::uint32_t h) {
   page_map::page& p = pages_.at(i);
-  const std::uint32_t h = find_home(i);
   page_map::page& home = pages_.at(h);
   const page_id physical = p.shadow;
   pages_.unlink_idle(h);
   pages_.set_physical(h, 0);
   pages_.set_shadow(h, physical, i);
-  pages_.set_shadow(i, 0, h);  // h: for undo_reclaims
+  pages_.set_shadow(i, 0, page_map::kNone);
   pages_.set_physical(i, physical);
   // The physical page's last use, for the fences that guard it.
   p.queue = home.queue;

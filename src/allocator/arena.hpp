@@ -193,12 +193,14 @@ class arena {
   pools::block* take_online(std::size_t size, queue_id queue, request& r);
   // Counts the pages under a placed block and plans the ones to map (see take).
   bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
-  // Whether page i's shadow can come back to it at no cost: its home still holds it,
-  // idle, outside [first, last], and its last work there completed.
-  bool can_reclaim(std::uint32_t i, std::uint32_t first, std::uint32_t last) const;
+  // Where page i's shadow can come back from at no cost: its home, which holds it
+  // idle, outside [first, last], its last work there completed; else kNone.
+  std::uint32_t find_reclaimable_home(std::uint32_t i, std::uint32_t first,
+                                      std::uint32_t last) const;
   // The page that holds page i's shadow now, following the shadows it left; kNone.
   std::uint32_t find_home(std::uint32_t i) const;
-  void reclaim(std::uint32_t i);     // moves the shadow's physical page back to i
+  // Moves page i's shadow's physical page back to i from its home h.
+  void reclaim(std::uint32_t i, std::uint32_t h);
   void undo_reclaims(request& r);    // moves them back to their homes
   void restore_victims(request& r);  // stolen pages back to the idle pages they came from
   void tell(std::uint32_t page, bool held) {

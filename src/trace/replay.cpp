@@ -205,8 +205,6 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
     pauses.push_back(std::min<std::uint64_t>(trace.step_starts[k], total));
   pauses.push_back(total);
   const bool after_warmup = trace.step_starts.size() > trace.warmup_steps;
-  std::uint64_t unmaps_at_warmup = 0;
-  std::uint64_t maps_at_warmup = 0;
   statistics at_warmup;
   std::uint64_t events_at_warmup = 0;
   std::chrono::steady_clock::time_point warmup_end;
@@ -225,8 +223,6 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   for (std::size_t k = 0; k < pauses.size(); ++k) {
     if (after_warmup && k == trace.warmup_steps) {
       at_warmup = setup.memory->get_statistics();
-      unmaps_at_warmup = at_warmup.unmaps;
-      maps_at_warmup = at_warmup.maps;
       events_at_warmup = result.events;
       warmup_end = std::chrono::steady_clock::now();
     }
@@ -258,8 +254,8 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   result.unmaps = result.final_statistics.unmaps;
   if (after_warmup && result.completed) {
     result.has_unmaps_after_warmup = true;
-    result.unmaps_after_warmup = result.unmaps - unmaps_at_warmup;
-    result.maps_after_warmup = result.maps - maps_at_warmup;
+    result.unmaps_after_warmup = result.unmaps - at_warmup.unmaps;
+    result.maps_after_warmup = result.maps - at_warmup.maps;
     result.moves_after_warmup = result.final_statistics.moves - at_warmup.moves;
     result.returns_after_warmup = result.final_statistics.returns - at_warmup.returns;
     const std::uint64_t events = result.events - events_at_warmup;
