@@ -19,6 +19,11 @@ allocation traces and compared under three allocators on a CUDA GPU.
         peak reserved / peak allocated, and memkit's page maps and unmaps per timed
         step.
 
+    workloads.py table F.json [F.json...]
+        The table compare prints, from the JSON files of one or more compare runs
+        (runs of a loop under one allocator in several files are taken together),
+        with the goals each loop misses; needs no GPU or PyTorch.
+
 Step time: each timed step ends with torch.cuda.synchronize(); the median over the
 timed steps is compared. Peak allocated: PyTorch's max_memory_allocated for PyTorch's
 allocators; for memkit, its peak of requested bytes (what PyTorch asked for).
@@ -325,8 +330,9 @@ def print_table(results, loops, allocators):
     parentheses, the paired ratio: paired_ratio) and peak reserved / peak allocated;
     memkit's unmaps per timed step."""
     print("\n| loop | " + " | ".join("%s time / PyTorch's | %s reserved / allocated" % (a, a)
-                                     for a in allocators) + " | memkit unmaps a step |")
-    print("| --- |" + " ---: | ---: |" * len(allocators) + " ---: |")
+                                     for a in allocators) + " | memkit unmaps a step | " +
+          "memkit over the goal |")
+    print("| --- |" + " ---: | ---: |" * len(allocators) + " ---: | --- |")
     for name in loops:
         runs = {}
         for r in results:
@@ -338,6 +344,7 @@ def print_table(results, loops, allocators):
         base_ms = statistics.median(r["step_ms"] for r in base) if base else None
         cells = []
         unmaps = "-"
+        over = []
         for a in allocators:
             if a not in runs:
                 cells += ["failed", "failed"]
@@ -350,13 +357,49 @@ def print_table(results, loops, allocators):
             if paired is not None:
                 time_cell += " (%.3f)" % paired
             cells += [time_cell, "%.3f" % ratio]
-            if "unmaps_per_step" in runs[a][0]:
-                unmaps = "%.1f" % statistics.mean(r["unmaps_per_step"] for r in runs[a])
-        print("| %s | %s | %s |" % (name, " | ".join(cells), unmaps))
+            # memkit's default, or the first memkit variant when it did not run
+            if "unmaps_per_step" in runs[a][0] and (a == "memkit" or unmaps == "-"):
+                mean_unmaps = statistics.mean(r["unmaps_per_step"] for r in runs[a])
+                unmaps = "%.1f" % mean_unmaps
+                over = missed_goals(ms / base_ms if base_ms else None, paired, ratio,
+                                    mean_unmaps)
+        print("| %s | %s | %s | %s |" % (name, " | ".join(cells), unmaps, ", ".join(over) or "-"))
+
+
+def missed_goals(time_ratio, paired, reserved_ratio, unmaps):
+    """The goals of the default a row misses, as printed (three decimals): step time at
+    most PyTorch's (over only when both the ratio of medians and the paired ratio are),
+    peak reserved at most 1.02 x peak allocated, at most 5 unmaps a step."""
+    over = []
+    if time_ratio is not None and round(time_ratio, 3) > 1 and (paired is None or
+                                                               round(paired, 3) > 1):
+        over.append("time")
+    if round(reserved_ratio, 3) > 1.02:
+        over.append("memory")
+    if round(unmaps, 1) > 5:
+        over.append("unmaps")
+    return over
+
+
+def command_table(args):
+    results, allocators, loops = [], [], []
+    for path in args.files:
+        with open(path) as f:
+            for r in json.load(f):
+                results.append(r)
+                if r["allocator"] not in allocators:
+                    allocators.append(r["allocator"])
+                if r["loop"] not in loops:
+                    loops.append(r["loop"])
+    print_table(results, loops, allocators)
+    return 0
 
 
 def main():
-    from loops import LOOPS
+    try:
+        from loops import LOOPS
+    except ImportError as error:  # no PyTorch here: only `table` runs
+        LOOPS, missing = {}, error
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--child-record", nargs=4, help=argparse.SUPPRESS)
@@ -378,6 +421,8 @@ def main():
     compare.add_argument("--json", help="write every run's result here (after each run)")
     compare.add_argument("--deadline", type=float, default=0,
                          help="seconds after which no further loop is started (0: none)")
+    table = sub.add_parser("table", help="the table of compare runs' JSON files")
+    table.add_argument("files", nargs="+")
     for p in (record, compare):
         p.add_argument("--loops", nargs="+", default=list(LOOPS), choices=list(LOOPS),
                        metavar="LOOP")
@@ -394,6 +439,10 @@ def main():
         print("RESULT " + json.dumps(child_compare(name, spec, lib, int(warmup), int(steps),
                                                    int(seed))), flush=True)
         return 0
+    if args.command == "table":
+        return command_table(args)
+    if args.command and not LOOPS:
+        raise SystemExit("[workloads] %s needs PyTorch: %s" % (args.command, missing))
     if args.command == "list":
         for name, (_, description) in LOOPS.items():
             print("%-24s %s" % (name, description))

@@ -1,0 +1,66 @@
+"""bench/workloads/workloads.py table: the compare table from compare's JSON files, with
+the goals memkit's default misses; runs without a GPU or PyTorch."""
+import json
+import os
+import subprocess
+import sys
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "workloads",
+                      "workloads.py")
+
+
+def run(loop, allocator, steps_ms, reserved, allocated, unmaps=None):
+    r = {"loop": loop, "allocator": allocator, "step_ms": sorted(steps_ms)[len(steps_ms) // 2],
+         "step_times_ms": steps_ms, "peak_reserved": reserved, "peak_allocated": allocated}
+    if unmaps is not None:
+        r.update(maps_per_step=unmaps, unmaps_per_step=unmaps)
+    return r
+
+
+def table(tmp_path, *files):
+    paths = []
+    for i, results in enumerate(files):
+        path = tmp_path / ("compare%d.json" % i)
+        path.write_text(json.dumps(results))
+        paths.append(str(path))
+    out = subprocess.run([sys.executable, SCRIPT, "table"] + paths, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return {line.split(" | ")[0].strip("| "): line.rstrip(" |").split(" | ")
+            for line in out.stdout.splitlines() if line.startswith("| ") and "---" not in line}
+
+
+def test_rows_say_which_goals_memkit_misses(tmp_path):
+    rows = table(tmp_path, [
+        run("fast", "pytorch", [10.0, 10.0, 10.0], 130, 100),
+        run("fast", "memkit", [9.0, 9.5, 9.0], 102, 100, unmaps=0.0),
+        run("slow", "pytorch", [10.0, 10.0, 10.0], 130, 100),
+        run("slow", "memkit", [11.0, 11.0, 11.0], 110, 100, unmaps=6.0),
+    ])
+    assert rows["fast"][-1] == "-"
+    assert rows["fast"][3] == "0.900 (0.900)"  # median over PyTorch's, then paired
+    assert rows["slow"][-1] == "time, memory, unmaps"
+    assert rows["slow"][-2] == "6.0"
+
+
+def test_time_is_missed_only_when_both_ratios_say_so(tmp_path):
+    # The medians say 1.1, but step by step memkit is faster (the steps differ).
+    rows = table(tmp_path, [
+        run("mixed", "pytorch", [5.0, 10.0, 20.0], 100, 100),
+        run("mixed", "memkit", [4.0, 11.0, 19.0], 100, 100, unmaps=0.0),
+    ])
+    assert rows["mixed"][3].startswith("1.100")
+    assert rows["mixed"][-1] == "-"
+
+
+def test_files_are_read_together_and_failed_runs_left_out(tmp_path):
+    rows = table(tmp_path, [
+        run("a", "pytorch", [10.0], 100, 100),
+        {"loop": "a", "allocator": "memkit", "failed": True},
+    ], [
+        run("a", "memkit", [10.0], 103, 100, unmaps=1.0),
+        run("a", "memkit:lib=base.so", [10.0], 101, 100, unmaps=9.0),
+    ])
+    # memkit's own run is the one judged and the one whose unmaps are shown.
+    assert rows["a"][-2] == "1.0"
+    assert rows["a"][-1] == "memory"
