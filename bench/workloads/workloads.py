@@ -328,7 +328,7 @@ def paired_ratio(runs, base):
 def print_table(results, loops, allocators):
     """One row per loop: each allocator's median step time over PyTorch's (and, in
     parentheses, the paired ratio: paired_ratio) and peak reserved / peak allocated;
-    memkit's unmaps per timed step."""
+    memkit's unmaps per timed step and the goals it misses (missed_goals)."""
     print("\n| loop | " + " | ".join("%s time / PyTorch's | %s reserved / allocated" % (a, a)
                                      for a in allocators) + " | memkit unmaps a step | " +
           "memkit over the goal |")
@@ -384,13 +384,26 @@ def missed_goals(time_ratio, paired, reserved_ratio, unmaps):
 def command_table(args):
     results, allocators, loops = [], [], []
     for path in args.files:
-        with open(path) as f:
-            for r in json.load(f):
-                results.append(r)
-                if r["allocator"] not in allocators:
-                    allocators.append(r["allocator"])
-                if r["loop"] not in loops:
-                    loops.append(r["loop"])
+        try:
+            with open(path) as f:
+                runs = json.load(f)
+        except (OSError, ValueError) as error:
+            raise SystemExit("[workloads table] %s: %s" % (path, error))
+        if not isinstance(runs, list):
+            raise SystemExit("[workloads table] %s: not a list of runs (compare --json writes one)"
+                             % path)
+        for i, r in enumerate(runs):
+            needed = ["loop", "allocator"] + ([] if r.get("failed") else
+                                              ["step_ms", "peak_reserved", "peak_allocated"])
+            missing = [k for k in needed if not isinstance(r, dict) or k not in r]
+            if missing:
+                raise SystemExit("[workloads table] %s: run %d has no %s" % (
+                    path, i, ", ".join(missing)))
+            results.append(r)
+            if r["allocator"] not in allocators:
+                allocators.append(r["allocator"])
+            if r["loop"] not in loops:
+                loops.append(r["loop"])
     print_table(results, loops, allocators)
     return 0
 

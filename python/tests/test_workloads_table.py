@@ -64,3 +64,17 @@ def test_files_are_read_together_and_failed_runs_left_out(tmp_path):
     # memkit's own run is the one judged and the one whose unmaps are shown.
     assert rows["a"][-2] == "1.0"
     assert rows["a"][-1] == "memory"
+
+
+def test_a_bad_file_is_named_with_what_is_wrong(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"loop": "a", "allocator": "memkit", "step_ms": 1.0}]))
+    out = subprocess.run([sys.executable, SCRIPT, "table", str(bad)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode != 0
+    assert "bad.json: run 0 has no peak_reserved, peak_allocated" in out.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{")
+    out = subprocess.run([sys.executable, SCRIPT, "table", str(broken)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode != 0 and "broken.json" in out.stderr
