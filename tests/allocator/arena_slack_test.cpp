@@ -9,6 +9,19 @@ namespace {
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
+sim_options one_gib() {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  return o;
+}
+
+// The arena with its invariants checked after every call; no thread cache, so that
+// every free reaches it.
+allocator_options arena_options(double slack = allocator_options{}.arena_slack) {
+  return {
+      .policy = pool_policy::arena, .validate = true, .thread_cache = false, .arena_slack = slack};
+}
+
 struct slack_run {
   std::uint64_t moves = 0;
   std::size_t reserved = 0;
@@ -19,13 +32,8 @@ struct slack_run {
 // the request C does not fit in, so C lands on fresh addresses.
 slack_run run_with_slack(double slack, std::size_t a_bytes = 8 * MiB,
                          std::size_t c_bytes = 12 * MiB) {
-  sim_options o;
-  o.capacity = std::size_t{1} << 30;
-  sim_backend device(o);
-  allocator alloc(device, {.policy = pool_policy::arena,
-                           .validate = true,
-                           .thread_cache = false,
-                           .arena_slack = slack});
+  sim_backend device(one_gib());
+  allocator alloc(device, arena_options(slack));
   const allocation a = alloc.allocate(a_bytes, 0);
   const allocation b = alloc.allocate(8 * MiB, 0);
   alloc.free(a.address);
@@ -63,10 +71,8 @@ TEST(arena_slack, grows_what_the_slack_allows_and_moves_only_the_rest) {
 // that same queue (a kernel still reading it would fault). Past the slack the
 // arena waits for that work rather than hold more memory.
 TEST(arena_pages, an_idle_page_moves_only_once_the_work_that_used_it_completed) {
-  sim_options o;
-  o.capacity = std::size_t{1} << 30;
-  sim_backend device(o);
-  allocator alloc(device, {.policy = pool_policy::arena, .validate = true, .thread_cache = false});
+  sim_backend device(one_gib());
+  allocator alloc(device, arena_options());
   const allocation a = alloc.allocate(8 * MiB, 0);
   const allocation b = alloc.allocate(8 * MiB, 0);
   const std::uint64_t reading_a = device.submit(0);
@@ -82,12 +88,8 @@ TEST(arena_pages, an_idle_page_moves_only_once_the_work_that_used_it_completed) 
 }
 
 TEST(arena_pages, with_room_in_the_slack_it_grows_instead_of_waiting) {
-  sim_options o;
-  o.capacity = std::size_t{1} << 30;
-  sim_backend device(o);
-  allocator alloc(
-      device,
-      {.policy = pool_policy::arena, .validate = true, .thread_cache = false, .arena_slack = 1.0});
+  sim_backend device(one_gib());
+  allocator alloc(device, arena_options(1.0));
   const allocation a = alloc.allocate(8 * MiB, 0);
   const allocation b = alloc.allocate(8 * MiB, 0);
   const std::uint64_t reading_a = device.submit(0);
@@ -104,12 +106,8 @@ TEST(arena_pages, with_room_in_the_slack_it_grows_instead_of_waiting) {
 // one map, no unmap, and a block placed there later takes it back with no call at
 // all while it is idle where it went.
 TEST(arena_pages, a_moved_page_goes_back_to_its_shadow_with_no_call) {
-  sim_options o;
-  o.capacity = std::size_t{1} << 30;
-  sim_backend device(o);
-  allocator alloc(
-      device,
-      {.policy = pool_policy::arena, .validate = true, .thread_cache = false, .arena_slack = 0.0});
+  sim_backend device(one_gib());
+  allocator alloc(device, arena_options(0.0));
   const allocation a = alloc.allocate(8 * MiB, 0);
   const allocation b = alloc.allocate(8 * MiB, 0);
   alloc.free(a.address);
