@@ -103,7 +103,8 @@ def main():
         for name, t in ways.items():
             times[name]["gather"].append(timed(lambda: torch.take(t, index)))
             times[name]["copy"].append(timed(lambda: out.copy_(t)))
-    print("| buffer (%d GiB) | random gather of 16M floats, ms | copy of the buffer, ms |" % args.gib)
+    print("| buffer (%d GiB) | random gather of 16M floats, ms | copy of the buffer, ms |"
+          % args.gib)
     print("| --- | ---: | ---: |")
     for name, kinds in times.items():
         print("| %s | %.3f | %.3f |" % (name, statistics.median(kinds["gather"]),
