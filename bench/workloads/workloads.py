@@ -40,20 +40,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "integrations", "pytorch"))
+from pluggable import read_statistics, use_memkit  # noqa: E402
 
 RECORD_WARMUP = 10  # steps a recorded trace counts as warm-up (its metadata warmup_steps), as compare
 COMPARE_STEPS = 25  # steps compare times after its warm-up; a recording covers both
-
-
-def read_memkit_statistics(lib):
-    """The library's statistics of device 0 by name, as many fields as it has (the
-    names come from the library, so a field it adds never overruns a buffer here)."""
-    lib.memkit_torch_statistics_fields.restype = ctypes.c_char_p
-    names = lib.memkit_torch_statistics_fields().decode().split(",")
-    values = (ctypes.c_uint64 * len(names))()
-    if lib.memkit_torch_get_statistics_array(0, values, ctypes.c_size_t(len(names))) != 0:
-        raise RuntimeError("[workloads] memkit was not used on device 0")
-    return dict(zip(names, values))
 
 
 def parse_allocator(spec):
@@ -132,28 +124,20 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
     kind = parse_allocator(allocator)[0]
     lib = None
     if kind == "memkit":
-        pluggable = torch.cuda.memory.CUDAPluggableAllocator(
-            lib_path, "memkit_torch_malloc", "memkit_torch_free")
-        torch.cuda.memory.change_current_allocator(pluggable)
-        lib = ctypes.CDLL(lib_path)
-        # record_stream and CUDA graphs reach memkit only through these (memkit.torch does
-        # the same in enable()).
-        lib.memkit_torch_last_error.restype = ctypes.c_char_p
-        if lib.memkit_torch_install_hooks() != 0:
-            sys.exit("[workloads] %s" % lib.memkit_torch_last_error().decode())
+        lib = use_memkit(lib_path, "workloads")
     step = make_loop(name, seed)
     before = {}
 
     def read_before():
         if lib:
-            before.update(read_memkit_statistics(lib))
+            before.update(read_statistics(lib))
             before["call_time"] = read_call_time(lib)
     losses, times = run_steps(step, warmup, steps, after_warmup=read_before)
     call_time_before = before.get("call_time")
     result = {"loop": name, "allocator": allocator, "step_ms": statistics.median(times),
               "step_times_ms": times, "losses": losses}
     if lib:
-        stats = read_memkit_statistics(lib)
+        stats = read_statistics(lib)
         result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
         result["unmaps_per_step"] = (stats["unmaps"] - before["unmaps"]) / steps
         result["waits_per_step"] = (stats["retries"] - before["retries"]) / steps

@@ -16,15 +16,15 @@ import subprocess
 import sys
 import time
 
+from pluggable import read_statistics, use_memkit
+
 RESULT = "GRAPH_COMPARE_RESULT "
 
 
 def worker(model_name, allocator, lib, replays):
     import torch
     if allocator == "memkit":
-        pluggable = torch.cuda.memory.CUDAPluggableAllocator(
-            lib, "memkit_torch_malloc", "memkit_torch_free")
-        torch.cuda.memory.change_current_allocator(pluggable)
+        memkit_lib = use_memkit(lib, "graph_compare")
     torch.manual_seed(0)
     device = torch.device("cuda")
     if model_name == "resnet50":
@@ -66,13 +66,7 @@ def worker(model_name, allocator, lib, replays):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e3)
     if allocator == "memkit":
-        import ctypes
-        names = ctypes.CDLL(lib).memkit_torch_statistics_fields
-        names.restype = ctypes.c_char_p
-        fields = names().decode().split(",")
-        values = (ctypes.c_uint64 * len(fields))()
-        ctypes.CDLL(lib).memkit_torch_get_statistics_array(0, values, len(fields))
-        s = dict(zip(fields, values))
+        s = read_statistics(memkit_lib)
         reserved, allocated = s["peak_reserved_bytes"], s["peak_requested_bytes"]
     else:
         reserved = torch.cuda.max_memory_reserved()

@@ -21,15 +21,7 @@ import subprocess
 import sys
 import time
 
-def read_memkit_statistics(lib_path, device=0):
-    """The library's statistics by name, as many fields as it has (named by the library)."""
-    lib = ctypes.CDLL(lib_path)
-    lib.memkit_torch_statistics_fields.restype = ctypes.c_char_p
-    names = lib.memkit_torch_statistics_fields().decode().split(",")
-    values = (ctypes.c_uint64 * len(names))()
-    if lib.memkit_torch_get_statistics_array(device, values, ctypes.c_size_t(len(names))) != 0:
-        raise RuntimeError("[train_compare] memkit was not used on device %d" % device)
-    return dict(zip(names, values))
+from pluggable import read_statistics, use_memkit
 
 
 def parse_allocator(spec):
@@ -55,14 +47,7 @@ def parse_allocator(spec):
 def run_one(model_name, allocator, lib_path, steps, warmup, seed):
     import torch
     if parse_allocator(allocator)[0] == "memkit":
-        pluggable = torch.cuda.memory.CUDAPluggableAllocator(
-            lib_path, "memkit_torch_malloc", "memkit_torch_free")
-        torch.cuda.memory.change_current_allocator(pluggable)
-        # Tensor.record_stream and CUDA graphs reach memkit only through these hooks.
-        lib = ctypes.CDLL(lib_path)
-        lib.memkit_torch_last_error.restype = ctypes.c_char_p
-        if lib.memkit_torch_install_hooks() != 0:
-            sys.exit("[train_compare] %s" % lib.memkit_torch_last_error().decode())
+        use_memkit(lib_path, "train_compare")
     torch.manual_seed(seed)
     torch.cuda.manual_seed_all(seed)
     device = torch.device("cuda", 0)
@@ -104,7 +89,7 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
         losses.append(step().item())
     torch.cuda.synchronize()
     uses_memkit = parse_allocator(allocator)[0] == "memkit"
-    before = read_memkit_statistics(lib_path) if uses_memkit else None
+    before = read_statistics(ctypes.CDLL(lib_path)) if uses_memkit else None
     start = time.perf_counter()
     timed = [step() for _ in range(steps)]
     torch.cuda.synchronize()
@@ -114,7 +99,7 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
     result = {"model": model_name, "allocator": allocator, "step_ms": step_ms,
               "losses": losses}
     if uses_memkit:
-        stats = read_memkit_statistics(lib_path)
+        stats = read_statistics(ctypes.CDLL(lib_path))
         # Steady state: the arena's page maps and unmaps per timed step.
         result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
         result["unmaps_per_step"] = (stats["unmaps"] - before["unmaps"]) / steps
