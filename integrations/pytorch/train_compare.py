@@ -13,7 +13,6 @@ reads memkit's own statistics (a pluggable allocator has no PyTorch statistics):
 peak reserved bytes and peak requested bytes (what PyTorch asked for).
 """
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -46,8 +45,9 @@ def parse_allocator(spec):
 
 def run_one(model_name, allocator, lib_path, steps, warmup, seed):
     import torch
+    lib = None
     if parse_allocator(allocator)[0] == "memkit":
-        use_memkit(lib_path, "train_compare")
+        lib = use_memkit(lib_path, "train_compare")
     torch.manual_seed(seed)
     torch.cuda.manual_seed_all(seed)
     device = torch.device("cuda", 0)
@@ -88,8 +88,7 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
     for _ in range(warmup):
         losses.append(step().item())
     torch.cuda.synchronize()
-    uses_memkit = parse_allocator(allocator)[0] == "memkit"
-    before = read_statistics(ctypes.CDLL(lib_path)) if uses_memkit else None
+    before = read_statistics(lib) if lib else None
     start = time.perf_counter()
     timed = [step() for _ in range(steps)]
     torch.cuda.synchronize()
@@ -98,8 +97,8 @@ def run_one(model_name, allocator, lib_path, steps, warmup, seed):
 
     result = {"model": model_name, "allocator": allocator, "step_ms": step_ms,
               "losses": losses}
-    if uses_memkit:
-        stats = read_statistics(ctypes.CDLL(lib_path))
+    if lib:
+        stats = read_statistics(lib)
         # Steady state: the arena's page maps and unmaps per timed step.
         result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
         result["unmaps_per_step"] = (stats["unmaps"] - before["unmaps"]) / steps
