@@ -38,7 +38,8 @@ target_link_libraries(memkit_cuda PUBLIC memkit_backend PRIVATE CUDA::cudart_sta
 target_compile_definitions(memkit_cuda PUBLIC MEMKIT_HAVE_CUDA=1)
 
 # The drop-in allocator for PyTorch's CUDAPluggableAllocator.
-add_library(memkit_torch SHARED ${PROJECT_SOURCE_DIR}/integrations/pytorch/memkit_torch.cpp)
+add_library(memkit_torch SHARED ${PROJECT_SOURCE_DIR}/integrations/pytorch/memkit_torch.cpp
+            ${PROJECT_SOURCE_DIR}/integrations/pytorch/torch_abi.cpp)
 target_compile_options(memkit_torch PRIVATE ${memkit_warnings})
 target_link_libraries(memkit_torch PRIVATE memkit CUDA::cudart_static)
 set_target_properties(memkit_torch PROPERTIES CXX_VISIBILITY_PRESET hidden)

@@ -42,6 +42,7 @@
 #include "memkit/backends/cuda.hpp"
 #include "memkit/capi.hpp"
 #include "memkit/memkit.h"
+#include "torch_abi.hpp"
 
 #define MEMKIT_TORCH_API extern "C" __attribute__((visibility("default")))
 
@@ -376,9 +377,21 @@ struct device_allocator {
         graphs(backend, allocator) {}
   // The device allocator's counters with the graph pools'.
   memkit::statistics get_statistics() { return graphs.add_statistics(allocator.get_statistics()); }
+  // The accumulated counters as of PyTorch's last resetAccumulatedStats.
+  memkit::statistics get_accumulated_base() {
+    std::lock_guard lock(accumulated_mutex);
+    return accumulated_base;
+  }
+  void reset_accumulated() {
+    const memkit::statistics now = get_statistics();
+    std::lock_guard lock(accumulated_mutex);
+    accumulated_base = now;
+  }
   memkit::cuda_backend backend;
   memkit::allocator allocator;
   graph_pools graphs;
+  std::mutex accumulated_mutex;
+  memkit::statistics accumulated_base;  // guarded by accumulated_mutex
 };
 
 std::array<std::atomic<device_allocator*>, kMaxDevices> devices{};
@@ -442,16 +455,33 @@ device_allocator& get_device_allocator(int device, const char* function) {
 
 // Throws memkit::out_of_memory when nothing can make room (a memkit::error, so a
 // std::runtime_error: PyTorch raises it as a RuntimeError with memkit's message).
+// Inside PyTorch, an out-of-memory is PyTorch's c10::OutOfMemoryError (Python's
+// torch.cuda.OutOfMemoryError), as with PyTorch's own allocator, also for a request
+// past the device's largest buffer; its message has PyTorch's "CUDA out of memory.",
+// which tools that shrink a batch on out-of-memory look for.
 MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
   const call_timer timer;
   device_allocator& d = get_device_allocator(device, "torch_malloc");
-  if (d.graphs.is_capturing()) [[unlikely]] {
-    void* pointer = nullptr;
-    if (d.graphs.allocate(static_cast<std::size_t>(size), stream, &pointer)) return pointer;
+  const auto bytes = static_cast<std::size_t>(size);
+  try {
+    if (d.graphs.is_capturing()) [[unlikely]] {
+      void* pointer = nullptr;
+      if (d.graphs.allocate(bytes, stream, &pointer)) return pointer;
+    }
+    const memkit::queue_id queue = d.backend.get_queue(stream);
+    return reinterpret_cast<void*>(d.allocator.allocate(bytes, queue).address);
+  } catch (const memkit::out_of_memory& e) {
+    memkit::torch_abi::throw_out_of_memory(
+        std::string("[memkit::torch_malloc] CUDA out of memory. ") + e.what());
+    throw;
+  } catch (const memkit::invalid_argument& e) {
+    if (bytes > d.backend.get_facts().max_buffer) {
+      memkit::torch_abi::throw_out_of_memory(
+          "[memkit::torch_malloc] CUDA out of memory. Tried to allocate " + std::to_string(bytes) +
+          " bytes on device " + std::to_string(device) + ": " + e.what());
+    }
+    throw;
   }
-  const memkit::queue_id queue = d.backend.get_queue(stream);
-  return reinterpret_cast<void*>(
-      d.allocator.allocate(static_cast<std::size_t>(size), queue).address);
 }
 
 MEMKIT_TORCH_API void memkit_torch_free(void* pointer, ssize_t, int device, cudaStream_t) {
@@ -501,6 +531,15 @@ constexpr const char* kSetResetFn =
 constexpr const char* kSetMemoryFractionFn =
     "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator22set_memory_fraction_"
     "fnESt8functionIFvdiEE";
+// Methods the pluggable class answers with an error, answered by memkit (torch_abi.hpp).
+constexpr const char* kCacheInfo =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator9cacheInfoEaPm";
+constexpr const char* kGetDeviceStats =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator14getDeviceStatsEa";
+constexpr const char* kResetPeakStats =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator14resetPeakStatsEa";
+constexpr const char* kResetAccumulatedStats =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator21resetAccumulatedStatsEa";
 
 // A member function taking a std::function by value, called with its object.
 template <class Signature>
@@ -518,6 +557,80 @@ int get_pointer_device(const void* pointer) {
                                    " is not device memory");
   }
   return attributes.device;
+}
+
+// The device's allocator, null where memkit has not allocated (or no such device).
+device_allocator* find_device_allocator(int device) {
+  return device >= 0 && device < kMaxDevices ? devices[device].load(std::memory_order_acquire)
+                                             : nullptr;
+}
+
+// PyTorch's allocator methods (called on its allocator object, `self`; DeviceIndex is
+// an int8). cacheInfo: the largest block a request could get now (cuDNN's benchmark
+// mode sizes its workspaces by it): the cache, which the arena's page moves make one
+// block of any size, plus the device's free memory within memkit's limit; PyTorch's
+// allocator gives the larger of the device's free memory and its largest cached block.
+void torch_cache_info(void*, std::int8_t device, std::size_t* largest) {
+  int current = 0;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaGetDevice(&current) == cudaSuccess &&
+      (current == device || cudaSetDevice(device) == cudaSuccess)) {
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) free_bytes = 0;
+    if (current != device) cudaSetDevice(current);
+  }
+  cudaGetLastError();  // a failure above leaves no error behind for PyTorch's checks
+  std::size_t available = free_bytes;
+  if (device_allocator* d = find_device_allocator(device)) {
+    const memkit::statistics s = d->get_statistics();
+    const std::size_t limit = d->allocator.get_memory_limit();
+    const std::size_t room = limit > s.reserved_bytes ? limit - s.reserved_bytes : 0;
+    available = s.cached_bytes + std::min(free_bytes, room);
+  }
+  *largest = std::max(*largest, available);
+}
+
+// getDeviceStats: memkit's counters under PyTorch's names (torch.cuda.memory_allocated,
+// max_memory_reserved, memory_stats, ...), in the "all" column; memkit keeps no pools
+// apart and no peak count of blocks (the peaks of counts are the current counts).
+memkit::torch_abi::device_stats torch_get_device_stats(void*, std::int8_t device) {
+  memkit::torch_abi::device_stats out;
+  device_allocator* d = find_device_allocator(device);
+  if (!d) return out;
+  const memkit::statistics s = d->get_statistics();
+  const memkit::statistics base = d->get_accumulated_base();
+  auto signed_count = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+  auto set = [&](memkit::torch_abi::stat& stat, std::size_t current, std::size_t peak) {
+    stat.current = signed_count(current);
+    stat.peak = signed_count(peak);
+  };
+  for (auto* blocks : {&out.allocation[0], &out.active[0]}) {
+    set(*blocks, s.live_blocks, s.live_blocks);
+    blocks->allocated = signed_count(s.allocations - base.allocations);
+    blocks->freed = signed_count(s.frees - base.frees);
+  }
+  set(out.segment[0], s.segments, s.segments);
+  out.segment[0].allocated = signed_count(s.backend_allocations - base.backend_allocations);
+  out.segment[0].freed = signed_count(s.backend_frees - base.backend_frees);
+  set(out.allocated_bytes[0], s.active_bytes, s.peak_active_bytes);
+  set(out.active_bytes[0], s.active_bytes, s.peak_active_bytes);
+  set(out.reserved_bytes[0], s.reserved_bytes, s.peak_reserved_bytes);
+  set(out.requested_bytes[0], s.requested_bytes, s.peak_requested_bytes);
+  out.num_alloc_retries = signed_count(s.retries - base.retries);
+  out.num_ooms = signed_count(s.out_of_memory - base.out_of_memory);
+  out.num_device_alloc = signed_count(s.backend_allocations - base.backend_allocations);
+  out.num_device_free = signed_count(s.backend_frees - base.backend_frees);
+  return out;
+}
+
+void torch_reset_peak_stats(void*, std::int8_t device) {
+  if (device_allocator* d = find_device_allocator(device)) {
+    d->allocator.reset_peak();
+    d->graphs.reset_peaks();
+  }
+}
+
+void torch_reset_accumulated_stats(void*, std::int8_t device) {
+  if (device_allocator* d = find_device_allocator(device)) d->reset_accumulated();
 }
 
 void install_hooks() {
@@ -561,7 +674,8 @@ void install_hooks() {
   // The setters are the pluggable class's: its object starts with a pointer into its
   // vtable, past the offset-to-top and type-info entries.
   const auto* vtable = static_cast<const char*>(find(torch_cuda.handle, kPluggableVtable));
-  if (!self || *static_cast<const void* const*>(self) != vtable + 2 * sizeof(void*)) {
+  if (!self || (*static_cast<const void* const*>(self) != vtable + 2 * sizeof(void*) &&
+                !memkit::torch_abi::has_overridden_vtable(self))) {
     throw memkit::unavailable(std::string(function) +
                               "PyTorch's current CUDA allocator is not a CUDAPluggableAllocator "
                               "(torch.cuda.memory.change_current_allocator comes first)");
@@ -597,6 +711,14 @@ void install_hooks() {
         .allocator.set_memory_limit(
             static_cast<std::size_t>(fraction * static_cast<double>(properties.totalGlobalMem)));
   });
+  // DeviceStats is returned by value: its layout must be this PyTorch's.
+  std::vector<std::pair<const char*, void*>> methods = {
+      {kCacheInfo, reinterpret_cast<void*>(&torch_cache_info)},
+      {kResetPeakStats, reinterpret_cast<void*>(&torch_reset_peak_stats)},
+      {kResetAccumulatedStats, reinterpret_cast<void*>(&torch_reset_accumulated_stats)}};
+  if (memkit::torch_abi::get_torch_version(vtable) >= memkit::torch_abi::kDeviceStatsSince)
+    methods.emplace_back(kGetDeviceStats, reinterpret_cast<void*>(&torch_get_device_stats));
+  memkit::torch_abi::override_methods(self, vtable, torch_cuda.handle, methods);
 }
 
 void install_hooks_once() {

@@ -39,13 +39,56 @@ def test_training_step_reports_memkit_statistics():
         try:
             torch.empty(int(0.6 * total), dtype=torch.uint8, device="cuda")
             raise SystemExit("no out of memory above the limit")
-        except RuntimeError as e:
-            assert "out of memory" in str(e), e
+        except torch.cuda.OutOfMemoryError as e:  # as with PyTorch's own allocator
+            assert "CUDA out of memory." in str(e) and "[memkit::" in str(e), e
         assert mt.memory_stats()["num_ooms"] == 1
         mt.empty_cache()
         print(mt.memory_summary())
     """)
     assert "Allocated memory" in out and "Memory limit" in out
+
+
+def test_pytorch_memory_calls_answer_with_memkit():
+    # PyTorch's pluggable allocator class refuses cacheInfo (cuDNN's benchmark mode),
+    # getDeviceStats (torch.cuda.memory_allocated and the rest) and the resets; memkit
+    # answers them with its own statistics.
+    require_cuda_library()
+    run_program("""
+        import torch, memkit.torch as mt
+        mt.enable()
+        torch.backends.cudnn.benchmark = True
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 64, 3), torch.nn.ReLU(),
+                                  torch.nn.Conv2d(64, 64, 3)).cuda()
+        for batch in (8, 16, 8):
+            net(torch.randn(batch, 3, 64, 64, device="cuda")).sum().backward()
+        torch.cuda.synchronize()
+        assert torch.cuda.memory_allocated() == mt.memory_allocated() > 0
+        assert torch.cuda.max_memory_allocated() == mt.max_memory_allocated()
+        assert torch.cuda.memory_reserved() == mt.memory_reserved()
+        assert torch.cuda.max_memory_reserved() == mt.max_memory_reserved()
+        s = torch.cuda.memory_stats()
+        assert s["allocated_bytes.all.current"] == mt.memory_allocated(), s
+        assert s["requested_bytes.all.peak"] >= s["requested_bytes.all.current"] > 0, s
+        assert s["allocation.all.allocated"] >= s["allocation.all.current"] > 0, s
+        torch.cuda.reset_peak_memory_stats()
+        assert torch.cuda.max_memory_allocated() == torch.cuda.memory_allocated()
+        torch.cuda.reset_accumulated_memory_stats()
+        assert torch.cuda.memory_stats()["allocation.all.allocated"] == 0
+        x = torch.empty(1 << 20, device="cuda")
+        assert torch.cuda.memory_stats()["allocation.all.allocated"] == 1
+        assert "Allocated memory" in torch.cuda.memory_summary()
+        total = torch.cuda.get_device_properties(0).total_memory
+        for nbytes in (4 * total, int(0.6 * total)):  # past the device; past the limit
+            torch.cuda.set_per_process_memory_fraction(0.5)
+            try:
+                torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+                raise SystemExit("no out of memory for %d bytes" % nbytes)
+            except torch.cuda.OutOfMemoryError as e:
+                assert "CUDA out of memory." in str(e), e
+        assert torch.cuda.memory_stats()["num_ooms"] == 1
+        x += 1
+        torch.cuda.synchronize()
+    """)
 
 
 def test_enable_after_the_first_cuda_allocation_is_refused():
