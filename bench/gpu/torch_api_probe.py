@@ -69,6 +69,17 @@ PROBES = {
             x = torch.randn(32, 256, device="cuda")
             assert torch.allclose(compiled(x), model(x), atol=1e-3), i
     """,
+    "torch.compile reduce-overhead training, batch varies": """
+        model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
+                                    torch.nn.Linear(1024, 256)).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        compiled = torch.compile(model, mode="reduce-overhead")
+        for i in range(30):
+            x = torch.randn((32, 64, 16)[i % 3], 256, device="cuda")
+            loss = compiled(x).square().mean()
+            loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+    """,
     "memory._record_memory_history": """
         torch.cuda.memory._record_memory_history()
         x = torch.empty(1 << 20, device="cuda")

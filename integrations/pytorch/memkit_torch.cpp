@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -286,6 +287,21 @@ class graph_pools {
     std::lock_guard lock(mutex_);
     combined_ = {};
     fold_peaks();
+  }
+
+  // Whether the pool's live blocks are exactly `expected` (PyTorch's CUDA graph trees
+  // check this before they hand a pool's memory on).
+  bool holds_exactly(pool_id id, const std::unordered_set<void*>& expected) {
+    std::lock_guard lock(mutex_);
+    auto it = pools_.find(id);
+    if (it == pools_.end()) return expected.empty();
+    std::size_t live = 0;
+    for (const auto& [address, pool] : owners_) {
+      if (pool != it->second.get()) continue;
+      if (!expected.count(reinterpret_cast<void*>(address))) return false;
+      ++live;
+    }
+    return live == expected.size();
   }
 
   // Whether a pool holds the block.
@@ -540,6 +556,12 @@ constexpr const char* kResetPeakStats =
     "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator14resetPeakStatsEa";
 constexpr const char* kResetAccumulatedStats =
     "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator21resetAccumulatedStatsEa";
+constexpr const char* kGetCheckpointState =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator18getCheckpointStateEaSt4pairIy"
+    "yE";
+// The slot after the base class's checkPoolLiveAllocations (inline: not exported).
+constexpr const char* kShareIpcHandle =
+    "_ZN5torch4cuda22CUDAPluggableAllocator22CUDAPluggableAllocator14shareIpcHandleEPv";
 
 // A member function taking a std::function by value, called with its object.
 template <class Signature>
@@ -633,6 +655,17 @@ void torch_reset_accumulated_stats(void*, std::int8_t device) {
   if (device_allocator* d = find_device_allocator(device)) d->reset_accumulated();
 }
 
+// CUDA graph trees (torch.compile's "reduce-overhead") check a pool's live blocks
+// before its next graph records into it, and keep the allocator's state of each graph
+// for going back to it: memkit's pools keep no such state (an empty one), so going
+// back (setCheckpointPoolState) stays PyTorch's error.
+bool torch_check_pool_live_allocations(void*, std::int8_t device, pool_id id,
+                                       const std::unordered_set<void*>& expected) {
+  device_allocator* d = find_device_allocator(device);
+  return d ? d->graphs.holds_exactly(id, expected) : expected.empty();
+}
+std::shared_ptr<void> torch_get_checkpoint_state(void*, std::int8_t, pool_id) { return {}; }
+
 void install_hooks() {
   const char* function = "[memkit_torch_install_hooks] ";
   struct library {
@@ -711,14 +744,19 @@ void install_hooks() {
         .allocator.set_memory_limit(
             static_cast<std::size_t>(fraction * static_cast<double>(properties.totalGlobalMem)));
   });
-  // DeviceStats is returned by value: its layout must be this PyTorch's.
-  std::vector<std::pair<const char*, void*>> methods = {
+  std::vector<memkit::torch_abi::method> methods = {
       {kCacheInfo, reinterpret_cast<void*>(&torch_cache_info)},
       {kResetPeakStats, reinterpret_cast<void*>(&torch_reset_peak_stats)},
       {kResetAccumulatedStats, reinterpret_cast<void*>(&torch_reset_accumulated_stats)}};
-  if (memkit::torch_abi::get_torch_version(vtable) >= memkit::torch_abi::kDeviceStatsSince)
-    methods.emplace_back(kGetDeviceStats, reinterpret_cast<void*>(&torch_get_device_stats));
-  memkit::torch_abi::override_methods(self, vtable, torch_cuda.handle, methods);
+  // DeviceStats is returned by value, and a slot found by its neighbour assumes the
+  // class's order of methods: those only on the PyTorch they were checked on.
+  if (memkit::torch_abi::get_torch_version(vtable) == memkit::torch_abi::kCheckedTorch) {
+    methods.push_back({kGetDeviceStats, reinterpret_cast<void*>(&torch_get_device_stats)});
+    methods.push_back(
+        {kShareIpcHandle, reinterpret_cast<void*>(&torch_check_pool_live_allocations), -1});
+    methods.push_back({kGetCheckpointState, reinterpret_cast<void*>(&torch_get_checkpoint_state)});
+  }
+  memkit::torch_abi::override_methods(self, vtable, {torch_cuda.handle, c10.handle}, methods);
 }
 
 void install_hooks_once() {

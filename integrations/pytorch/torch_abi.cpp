@@ -43,13 +43,13 @@ std::pair<int, int> get_torch_version(const void* symbol) {
   return {0, 0};
 }
 
-std::vector<std::string> override_methods(
-    void* object, const void* vtable, void* library,
-    const std::vector<std::pair<const char*, void*>>& methods) {
+std::vector<std::string> override_methods(void* object, const void* vtable,
+                                          const std::vector<void*>& libraries,
+                                          const std::vector<method>& methods) {
   static std::mutex once;
   std::lock_guard lock(once);
   std::vector<std::string> missing;
-  for (const auto& method : methods) missing.emplace_back(method.first);
+  for (const method& m : methods) missing.emplace_back(m.name);
   // The vtable's size is its symbol's: a vtable is as long as its class's virtual methods.
   Dl_info info{};
   void* symbol_entry = nullptr;  // the vtable's ElfW(Sym)
@@ -62,16 +62,20 @@ std::vector<std::string> override_methods(
   auto* copy = new const void*[entries];
   std::memcpy(copy, vtable, entries * sizeof(void*));
   missing.clear();
-  for (const auto& [name, function] : methods) {
-    const void* original = dlsym(library, name);
+  for (const method& m : methods) {
+    const void* original = nullptr;
+    for (void* library : libraries) {
+      if (!original) original = dlsym(library, m.name);
+    }
     bool replaced = false;
     // Past the offset-to-top and type-info entries: the function pointers.
     for (std::size_t i = 2; original && i < entries; ++i) {
-      if (copy[i] != original) continue;
-      copy[i] = function;
+      const std::ptrdiff_t slot = static_cast<std::ptrdiff_t>(i) + m.offset;
+      if (copy[i] != original || slot < 2 || slot >= static_cast<std::ptrdiff_t>(entries)) continue;
+      copy[slot] = m.function;
       replaced = true;
     }
-    if (!replaced) missing.emplace_back(name);
+    if (!replaced) missing.emplace_back(m.name);
   }
   *static_cast<const void**>(object) = copy + 2;
   overridden.store(copy + 2);

@@ -48,21 +48,30 @@ struct device_stats {
 };
 static_assert(sizeof(device_stats) == 976, "the layout of PyTorch 2.11's DeviceStats");
 
-// The oldest PyTorch (major, minor) whose DeviceStats has the layout above.
-inline constexpr std::pair<int, int> kDeviceStatsSince{2, 11};
+// The PyTorch (major, minor) whose layouts above and vtable order were checked: the
+// methods that depend on them (getDeviceStats, and a slot found beside an exported
+// method) are replaced on that version only.
+inline constexpr std::pair<int, int> kCheckedTorch{2, 11};
 
 // PyTorch's version (major, minor) from the version.py beside the loaded library that
 // holds `symbol`; {0, 0} when it cannot be read.
 std::pair<int, int> get_torch_version(const void* symbol);
 
+// A method whose vtable slot gets `function`: the slot of the function `name` (mangled,
+// exported by a PyTorch library), or the slot `offset` entries from it (for an inline
+// method, which no library exports, beside one that is).
+struct method {
+  const char* name;
+  void* function;
+  int offset = 0;
+};
 // Gives `object` a copy of its class's vtable (the data at `vtable`, a _ZTV symbol of a
-// loaded library) in which the slots holding the functions named in `methods`
-// (mangled names, looked up in `library`, a dlopen handle) hold the given functions
-// instead. Returns the names not found (their slots keep PyTorch's function). Once
-// only: later calls change nothing and return every name.
-std::vector<std::string> override_methods(
-    void* object, const void* vtable, void* library,
-    const std::vector<std::pair<const char*, void*>>& methods);
+// loaded library) with the methods' slots replaced; their names are looked up in
+// `libraries` (dlopen handles). Returns the names not found (their slots keep
+// PyTorch's function). Once only: later calls change nothing and return every name.
+std::vector<std::string> override_methods(void* object, const void* vtable,
+                                          const std::vector<void*>& libraries,
+                                          const std::vector<method>& methods);
 // Whether `object`'s vtable is the copy override_methods made.
 bool has_overridden_vtable(const void* object);
 

@@ -157,6 +157,24 @@ def test_compile_reduce_overhead_runs_on_memkit():
     """)
 
 
+def test_compile_reduce_overhead_with_graph_trees_runs_on_memkit():
+    # CUDA graph trees (the default) check a pool's live blocks and take the allocator's
+    # state after each recording, which memkit answers (PyTorch 2.11).
+    require_cuda_library()
+    run_program("""
+        import torch, memkit.torch as mt
+        mt.enable()
+        model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
+                                    torch.nn.Linear(1024, 256)).cuda()
+        compiled = torch.compile(model, mode="reduce-overhead")
+        for i in range(8):
+            x = torch.randn(32, 256, device="cuda")
+            eager = torch.full((32, 1024), float(i), device="cuda")
+            assert torch.allclose(compiled(x), model(x), atol=1e-3), i
+            assert bool((eager == i).all()), i
+    """)
+
+
 def test_record_stream_delays_reuse_until_the_other_stream_is_done():
     require_cuda_library()
     run_program("""

@@ -53,7 +53,7 @@ for file in "$root"/include/memkit/allocator.hpp "$root"/src/allocator/*; do
   check "$file" "$memory_only" "the allocator sees only the memory interface"
 done
 
-public_only='^(memkit/[a-z_/]+\.(hpp|h)|commands\.hpp|output_file\.hpp|reports/reports\.hpp)$'
+public_only='^(memkit/[a-z_/]+\.(hpp|h)|commands\.hpp|output_file\.hpp|reports/reports\.hpp|torch_abi\.hpp)$'
 for file in "$root"/tools/*.cpp "$root"/tools/*.hpp "$root"/integrations/pytorch/*.cpp \
   "$root"/python/src/*.cpp; do
   check "$file" "$public_only" "tools and integrations use the public headers"
