@@ -1,7 +1,15 @@
 """memkit.torch: PyTorch allocating through memkit (needs PyTorch and a CUDA GPU)."""
+import os
+import sys
+import textwrap
+
 import pytest
 
 from gpu import import_or_none, require_cuda_library, run_program
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "bench", "gpu"))
+from torch_api_probe import PROBES  # noqa: E402
 
 torch = import_or_none("torch")
 pytestmark = [
@@ -53,15 +61,11 @@ def test_pytorch_memory_calls_answer_with_memkit():
     # getDeviceStats (torch.cuda.memory_allocated and the rest) and the resets; memkit
     # answers them with its own statistics.
     require_cuda_library()
-    run_program("""
+    # The probe's cuDNN program first (bench/gpu/torch_api_probe.py).
+    run_program(textwrap.dedent("""
         import torch, memkit.torch as mt
         mt.enable()
-        torch.backends.cudnn.benchmark = True
-        net = torch.nn.Sequential(torch.nn.Conv2d(3, 64, 3), torch.nn.ReLU(),
-                                  torch.nn.Conv2d(64, 64, 3)).cuda()
-        for batch in (8, 16, 8):
-            net(torch.randn(batch, 3, 64, 64, device="cuda")).sum().backward()
-        torch.cuda.synchronize()
+    """) + textwrap.dedent(PROBES["cudnn.benchmark conv train"]) + textwrap.dedent("""
         assert torch.cuda.memory_allocated() == mt.memory_allocated() > 0
         assert torch.cuda.max_memory_allocated() == mt.max_memory_allocated()
         assert torch.cuda.memory_reserved() == mt.memory_reserved()
@@ -88,7 +92,7 @@ def test_pytorch_memory_calls_answer_with_memkit():
         assert torch.cuda.memory_stats()["num_ooms"] == 1
         x += 1
         torch.cuda.synchronize()
-    """)
+    """))
 
 
 def test_enable_after_the_first_cuda_allocation_is_refused():
@@ -138,14 +142,16 @@ def test_cuda_graphs_capture_into_a_private_pool():
     """)
 
 
-def test_compile_reduce_overhead_runs_on_memkit():
-    # PyTorch's CUDA graph trees ask any pluggable allocator for checks it cannot give
-    # (checkPoolLiveAllocations); its plain CUDA graphs path works through the hooks.
+@pytest.mark.parametrize("graph_trees", [False, True])
+def test_compile_reduce_overhead_runs_on_memkit(graph_trees):
+    # With CUDA graph trees (PyTorch's default) PyTorch also checks a pool's live blocks
+    # and takes the allocator's state after each recording, which memkit answers on
+    # PyTorch 2.11; without them, its plain CUDA graphs path, through the hooks.
     require_cuda_library()
     run_program("""
         import torch, torch._inductor.config, memkit.torch as mt
         mt.enable()
-        torch._inductor.config.triton.cudagraph_trees = False
+        torch._inductor.config.triton.cudagraph_trees = %s
         model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
                                     torch.nn.Linear(1024, 256)).cuda()
         compiled = torch.compile(model, mode="reduce-overhead")
@@ -154,25 +160,7 @@ def test_compile_reduce_overhead_runs_on_memkit():
             eager = torch.full((32, 1024), float(i), device="cuda")
             assert torch.allclose(compiled(x), model(x), atol=1e-3), i
             assert bool((eager == i).all()), i
-    """)
-
-
-def test_compile_reduce_overhead_with_graph_trees_runs_on_memkit():
-    # CUDA graph trees (the default) check a pool's live blocks and take the allocator's
-    # state after each recording, which memkit answers (PyTorch 2.11).
-    require_cuda_library()
-    run_program("""
-        import torch, memkit.torch as mt
-        mt.enable()
-        model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
-                                    torch.nn.Linear(1024, 256)).cuda()
-        compiled = torch.compile(model, mode="reduce-overhead")
-        for i in range(8):
-            x = torch.randn(32, 256, device="cuda")
-            eager = torch.full((32, 1024), float(i), device="cuda")
-            assert torch.allclose(compiled(x), model(x), atol=1e-3), i
-            assert bool((eager == i).all()), i
-    """)
+    """ % graph_trees)
 
 
 def test_record_stream_delays_reuse_until_the_other_stream_is_done():
