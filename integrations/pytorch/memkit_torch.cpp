@@ -469,12 +469,11 @@ device_allocator& get_device_allocator(int device, const char* function) {
 
 }  // namespace
 
-// Throws memkit::out_of_memory when nothing can make room (a memkit::error, so a
-// std::runtime_error: PyTorch raises it as a RuntimeError with memkit's message).
-// Inside PyTorch, an out-of-memory is PyTorch's c10::OutOfMemoryError (Python's
-// torch.cuda.OutOfMemoryError), as with PyTorch's own allocator, also for a request
-// past the device's largest buffer; its message has PyTorch's "CUDA out of memory.",
-// which tools that shrink a batch on out-of-memory look for.
+// When nothing can make room (or a request is past the device's largest buffer), throws
+// PyTorch's c10::OutOfMemoryError (Python's torch.cuda.OutOfMemoryError), as PyTorch's
+// own allocator does, with PyTorch's "CUDA out of memory." in its message, which tools
+// that shrink a batch on out-of-memory look for; memkit::out_of_memory where PyTorch
+// is not loaded.
 MEMKIT_TORCH_API void* memkit_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
   const call_timer timer;
   device_allocator& d = get_device_allocator(device, "torch_malloc");
