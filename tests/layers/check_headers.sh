@@ -13,7 +13,8 @@
 #     memory interface: not the data interface, not the capabilities;
 #   - the command-line tool, the PyTorch library and the Python module use the
 #     public headers: from src/ only reports/reports.hpp, the JSON documents of
-#     replay and plan, which have no public header yet.
+#     replay and plan, which have no public header yet; and their own headers
+#     (the tool's commands.hpp and output_file.hpp, the PyTorch library's torch_abi.hpp).
 #
 # Usage: check_headers.sh SOURCE_DIR
 set -euo pipefail
