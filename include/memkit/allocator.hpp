@@ -154,8 +154,9 @@ struct allocator_options {
   bool validate = false;         // check every invariant after every operation
   bool thread_cache = true;      // per-thread caches of freed blocks (see above)
   // Arena: map new physical pages rather than move idle ones while reserved stays
-  // within this fraction above the peak of active bytes; past it, wait once for
-  // the work holding idle pages rather than grow. 0 seeks the floor (memkit
+  // within this fraction above the peak of active bytes (aimed a fortieth inside it:
+  // a new peak's pages and the requests' rounding overshoot the aim); past it, wait
+  // once for the work holding idle pages rather than grow. 0 seeks the floor (memkit
   // replay --arena-slack 0); the 2% default, memkit replay's too, keeps a training
   // loop free of remapping (docs/BENCHMARKS.md).
   double arena_slack = 0.02;
