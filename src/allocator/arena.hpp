@@ -39,7 +39,7 @@ class arena {
   struct budget {
     std::size_t limit = 0;        // reserved bytes may not pass it
     std::size_t in_use = 0;       // reserved bytes, and bytes being reserved outside the lock
-    std::size_t peak_active = 0;  // new pages are made while in_use <= (1 + slack) * this
+    std::size_t peak_active = 0;  // new pages are made while in_use <= get_growth_room(this)
   };
   // Pages a call mapped, unmapped, created and released: for the allocator's
   // counters (reserved bytes change by (created - released) pages).
