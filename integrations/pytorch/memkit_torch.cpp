@@ -393,6 +393,11 @@ struct device_allocator {
         graphs(backend, allocator) {}
   // The device allocator's counters with the graph pools'.
   memkit::statistics get_statistics() { return graphs.add_statistics(allocator.get_statistics()); }
+  // The peaks start again from the current counters, the graph pools' too.
+  void reset_peaks() {
+    allocator.reset_peak();
+    graphs.reset_peaks();
+  }
   // The accumulated counters as of PyTorch's last resetAccumulatedStats.
   memkit::statistics get_accumulated_base() {
     std::lock_guard lock(accumulated_mutex);
@@ -437,6 +442,12 @@ struct call_timer {
     calls.fetch_add(1, std::memory_order_relaxed);
   }
 };
+
+// The device's allocator, null where memkit has not allocated (or no such device).
+device_allocator* find_device_allocator(int device) {
+  return device >= 0 && device < kMaxDevices ? devices[device].load(std::memory_order_acquire)
+                                             : nullptr;
+}
 
 // At the first allocation: PyTorch's hooks (memkit_torch_install_hooks), when PyTorch's
 // current allocator is a CUDAPluggableAllocator, so that a program that installs this
@@ -580,12 +591,6 @@ int get_pointer_device(const void* pointer) {
   return attributes.device;
 }
 
-// The device's allocator, null where memkit has not allocated (or no such device).
-device_allocator* find_device_allocator(int device) {
-  return device >= 0 && device < kMaxDevices ? devices[device].load(std::memory_order_acquire)
-                                             : nullptr;
-}
-
 // PyTorch's allocator methods (called on its allocator object, `self`; DeviceIndex is
 // an int8). cacheInfo: the largest block a request could get now (cuDNN's benchmark
 // mode sizes its workspaces by it): the cache, which the arena's page moves make one
@@ -644,10 +649,7 @@ memkit::torch_abi::device_stats torch_get_device_stats(void*, std::int8_t device
 }
 
 void torch_reset_peak_stats(void*, std::int8_t device) {
-  if (device_allocator* d = find_device_allocator(device)) {
-    d->allocator.reset_peak();
-    d->graphs.reset_peaks();
-  }
+  if (device_allocator* d = find_device_allocator(device)) d->reset_peaks();
 }
 
 void torch_reset_accumulated_stats(void*, std::int8_t device) {
@@ -781,8 +783,7 @@ MEMKIT_TORCH_API int memkit_torch_install_hooks(void);
 
 // 0 and the statistics of `device`; -1 (out untouched) when memkit has not been used there.
 MEMKIT_TORCH_API int memkit_torch_get_statistics(int device, memkit_statistics* out) {
-  if (device < 0 || device >= kMaxDevices) return -1;
-  device_allocator* d = devices[device].load(std::memory_order_acquire);
+  device_allocator* d = find_device_allocator(device);
   if (!d) return -1;
   *out = memkit::capi::to_c_statistics(d->get_statistics());
   return 0;
@@ -816,9 +817,7 @@ int guarded(F&& f) noexcept {
 
 // The allocator of a device in use; an error naming the function where it is not.
 device_allocator& get_used_device_allocator(int device, const char* function) {
-  if (device >= 0 && device < kMaxDevices) {
-    if (device_allocator* d = devices[device].load(std::memory_order_acquire)) return *d;
-  }
+  if (device_allocator* d = find_device_allocator(device)) return *d;
   throw memkit::invalid_argument(std::string("[") + function +
                                  "] memkit has not allocated on device " + std::to_string(device));
 }
@@ -826,11 +825,7 @@ device_allocator& get_used_device_allocator(int device, const char* function) {
 }  // namespace
 
 MEMKIT_TORCH_API int memkit_torch_reset_peak(int device) {
-  return guarded([&] {
-    device_allocator& d = get_device_allocator(device, "torch_reset_peak");
-    d.allocator.reset_peak();
-    d.graphs.reset_peaks();
-  });
+  return guarded([&] { get_device_allocator(device, "torch_reset_peak").reset_peaks(); });
 }
 
 // Gives every cached segment back to CUDA.

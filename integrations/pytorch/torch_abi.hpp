@@ -3,8 +3,9 @@
 // CUDAPluggableAllocator's setters.
 //
 // CUDAPluggableAllocator answers cacheInfo (cuDNN's benchmark mode), getDeviceStats
-// (torch.cuda.memory_allocated and the rest), resetPeakStats and resetAccumulatedStats
-// with an error, and turns an allocator's exception into a RuntimeError, where PyTorch's
+// (torch.cuda.memory_allocated and the rest), resetPeakStats, resetAccumulatedStats and
+// the calls of CUDA graph trees (checkPoolLiveAllocations, getCheckpointState) with an
+// error, and turns an allocator's exception into a RuntimeError, where PyTorch's
 // own allocator raises torch.cuda.OutOfMemoryError. So the allocator object gets a copy
 // of its class's vtable with other functions in those methods' slots, and an
 // out-of-memory is thrown as PyTorch's c10::OutOfMemoryError.
