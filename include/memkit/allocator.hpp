@@ -29,9 +29,10 @@
 //             memory; a page is mapped while a live block touches it:
 //               users(page) == live blocks touching it;  users > 0 => mapped
 //               reserved pages == mapped pages (+ pages in flight)
-//             a page left without users stays mapped (idle, LRU); it moves under
-//             a new block only once its last user's work completed, and only for
-//             the pages that new ones cannot give within
+//             a page left without users stays mapped (idle; released LRU); it
+//             moves under a new block (the highest idle pages first) only once its
+//             last user's work completed, and only for the pages that new ones
+//             cannot give within
 //               reserved <= (1 + arena_slack) * peak active  (and the limit).
 //             A move is one map: the old place keeps mapping the physical page
 //             (its shadow; unmapped only when a block needs that place or the page

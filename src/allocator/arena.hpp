@@ -95,8 +95,8 @@ class arena {
   arena(const arena&) = delete;
   arena& operator=(const arena&) = delete;
 
-  // Places a block and plans its pages (stealing idle pages, least recently used
-  // first, for what the slack does not allow to create) within the budget's limit.
+  // Places a block and plans its pages (stealing idle pages, highest first, for what
+  // the slack does not allow to create) within the budget's limit.
   // On failure changes no page and sets shortfall.
   // A request of a learned loop goes to its planned place in the plan's region
   // when that is free (placement/loop_plan.hpp); any other, or one whose place is
@@ -196,6 +196,10 @@ class arena {
   // The region whose placeholder b is, or nullptr.
   const plan_region* find_region(const pools::block* placeholder) const;
   pools::block* take_online(std::size_t size, queue_id queue, request& r);
+  // Idle pages whose work completed, for a block on [first, last] to move under it,
+  // until `wanted` (into stolen); idle pages on `queue` still in use go to waiting.
+  void find_victims(std::uint32_t first, std::uint32_t last, queue_id queue, std::size_t wanted,
+                    std::vector<std::uint32_t>& stolen, std::vector<std::uint64_t>& waiting) const;
   // Counts the pages under a placed block and plans the ones to map (see take).
   bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
   // Where page i's shadow can come back from at no cost: its home, which holds it

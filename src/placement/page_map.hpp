@@ -133,8 +133,24 @@ class page_map {
     return true;
   }
 
+  // The highest idle page in [from, to], or kNone (a scan of the idle bitmap downwards).
+  page_index find_idle_below(page_index to, page_index from = 0) const {
+    if (pages_.empty() || to < from) return kNone;
+    if (to >= pages_.size()) to = static_cast<page_index>(pages_.size() - 1);
+    for (std::uint64_t w = to / 64 + 1; w-- > from / 64;) {
+      std::uint64_t bits = idle_bits_[w];
+      if (w == to / 64 && to % 64 != 63) bits &= (std::uint64_t{1} << (to % 64 + 1)) - 1;
+      if (w == from / 64) bits &= ~std::uint64_t{0} << (from % 64);
+      if (bits)
+        return static_cast<page_index>(w * 64 + 63 -
+                                       static_cast<std::uint64_t>(std::countl_zero(bits)));
+    }
+    return kNone;
+  }
+
   void unlink_idle(page_index i) {
     page& p = pages_[i];
+    idle_bits_[i / 64] &= ~(std::uint64_t{1} << (i % 64));
     if (p.prev_idle != kNone)
       pages_[p.prev_idle].next_idle = p.next_idle;
     else
@@ -150,6 +166,7 @@ class page_map {
 
   void link_idle(page_index i) {
     page& p = pages_[i];
+    idle_bits_[i / 64] |= std::uint64_t{1} << (i % 64);
     p.idle = true;
     p.prev_idle = kNone;
     p.next_idle = idle_head_;
@@ -163,6 +180,7 @@ class page_map {
   [[gnu::noinline]] void grow(page_index i) {
     pages_.resize(i + 1);
     usable_.resize(i / 64 + 1);
+    idle_bits_.resize(i / 64 + 1);
   }
 
   void update_usable(page_index i) {
@@ -174,10 +192,11 @@ class page_map {
   }
 
   std::vector<page> pages_;
-  std::vector<std::uint64_t> usable_;  // bit i: page i is mapped and not busy
-  std::size_t shadow_count_ = 0;       // pages with a shadow
-  page_index idle_head_ = kNone;       // most recently idle
-  page_index idle_tail_ = kNone;       // least recently idle
+  std::vector<std::uint64_t> usable_;     // bit i: page i is mapped and not busy
+  std::vector<std::uint64_t> idle_bits_;  // bit i: page i is on the idle list
+  std::size_t shadow_count_ = 0;          // pages with a shadow
+  page_index idle_head_ = kNone;          // most recently idle
+  page_index idle_tail_ = kNone;          // least recently idle
   std::uint32_t idle_count_ = 0;
 };
 

@@ -192,7 +192,9 @@ TEST(arena_unit, a_large_block_takes_the_shortest_mapped_run_that_holds_it) {
   EXPECT_NO_THROW(t.vm->validate(false));
 }
 
-TEST(arena_unit, idle_pages_are_stolen_least_recently_used_first) {
+// Idle pages move from the top down: the mapped runs below stay whole. (Released
+// pages still go least recently used first.)
+TEST(arena_unit, idle_pages_are_stolen_highest_first) {
   arena_test t(0.0);
   // One-page blocks, each between live ones: no hole fits two pages.
   std::vector<pools::block*> blocks;
@@ -201,23 +203,23 @@ TEST(arena_unit, idle_pages_are_stolen_least_recently_used_first) {
   pools::block* y = blocks[3];
   pools::block* w = blocks[5];
   const std::uint32_t x_page = t.page_of(x), y_page = t.page_of(y), w_page = t.page_of(w);
+  t.free(w);
   t.free(x);
   t.free(y);
-  t.free(w);
   t.complete_all();
   arena::request r;
   ASSERT_TRUE(t.vm->take(2 * kPage, 0, t.room(), r));
   ASSERT_EQ(r.pages.size(), 2u);
-  EXPECT_EQ(r.pages[0].stolen_from, x_page) << "the least recently idle page first";
+  EXPECT_EQ(r.pages[0].stolen_from, w_page) << "the highest idle page first";
   EXPECT_EQ(r.pages[1].stolen_from, y_page);
   EXPECT_EQ(r.creates, 0u);
   std::vector<page_plan> to_release;
   t.count(t.vm->finish(r, t.vm->map(r), to_release));
-  EXPECT_EQ(t.vm->calculate_releasable(), kPage) << "only w's page stays idle";
+  EXPECT_EQ(t.vm->calculate_releasable(), kPage) << "only x's page stays idle";
   std::vector<page_plan> released;
   t.count(t.vm->release_idle(1, released));
   ASSERT_EQ(released.size(), 1u);
-  EXPECT_EQ(released[0].index, w_page);
+  EXPECT_EQ(released[0].index, x_page);
   t.vm->give_back(released);
   t.vm->settle_released(released);
   EXPECT_EQ(recounted(*t.vm), t.reserved);
