@@ -481,7 +481,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
     --need;
   }
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
-  // Idle pages that could move once this queue's work completes, oldest first; the
+  // Idle pages that could move once this queue's work completes; the
   // serial of the free that makes enough of them movable.
   std::vector<std::uint64_t> waiting;
   if (to_steal > 0) find_victims(first, last, queue, to_steal, stolen, waiting);

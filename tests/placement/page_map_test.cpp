@@ -62,5 +62,35 @@ TEST(page_map, counts_runs_and_holes_agree_with_the_pages) {
   }
 }
 
+// The idle bitmap (arena::find_victims scans it downwards) agrees with the idle list,
+// across word boundaries, as pages become idle and are taken.
+TEST(page_map, the_highest_idle_page_below_a_bound_agrees_with_the_pages) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 50; ++round) {
+    page_map pages;
+    const std::uint32_t count = 1 + static_cast<std::uint32_t>(rng() % 300);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      pages.set_physical(i, i + 1);
+      pages.add_user(i);
+      if (rng() % 2) pages.remove_user(i, 0, i);  // idle now
+    }
+    for (std::uint32_t i = 0; i < count; ++i) {
+      if (pages.get(i).idle && rng() % 4 == 0) pages.add_user(i);  // taken again
+    }
+    for (int probe = 0; probe < 200; ++probe) {
+      const auto from = static_cast<std::uint32_t>(rng() % (count + 70));
+      const auto to = static_cast<std::uint32_t>(from + rng() % 140);
+      std::uint32_t expected = page_map::kNone;
+      for (std::uint32_t i = std::min(to, count - 1) + 1; i-- > from;) {
+        if (i < count && pages.get(i).idle) {
+          expected = i;
+          break;
+        }
+      }
+      EXPECT_EQ(pages.find_idle_below(to, from), expected) << "[" << from << ", " << to << "]";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memkit::placement
