@@ -18,7 +18,8 @@ is cut at ~2M events (LONG_EVENTS), so a generate loop runs a few hundred steps.
 
 The blocks a step leaves live are freed in the next step where that step frees the
 blocks its own step before left (the same block, else one of the same size, else the
-oldest), the rest at its end.
+oldest), the rest at its end. (draw_steps.py draws an inference loop's steps, which
+free all they make, after the recorded ones.)
 """
 import argparse
 import concurrent.futures
@@ -31,27 +32,28 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_lines  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def read_steps(path):
-    meta, steps, cur = [], [], []
-    for line in gzip.open(path, 'rt'):
-        line = line.rstrip('\n')
-        if line.startswith('#'):
-            meta.append(line)
-        elif line == 's':
+    """The steps (events before the first marker count as one) and the warm-up's length."""
+    steps, cur, warmup = [], [], 10
+    for _, kind, line, f in trace_lines.read(path, 'long_run'):
+        if kind == '#' and line.startswith('# warmup_steps:'):
+            warmup = int(line.split(':')[1])
+        elif kind == 's':
             if cur or steps:
                 steps.append(cur)
             cur = []
-        elif line and not line.startswith('@'):
-            f = line.split(',')
-            if f[0] == 'a':
-                cur.append(('a', int(f[1]), f[2], f[3] if len(f) > 3 else '0'))
-            else:
-                cur.append(('f', int(f[1])))
+        elif kind == 'a':
+            stream = f[3] if len(f) > 3 and not f[3].startswith('@') else '0'
+            cur.append(('a', int(f[1]), f[2], stream))
+        elif kind == 'f':
+            cur.append(('f', int(f[1])))
     steps.append(cur)
-    warmup = next((int(m.split(':')[1]) for m in meta if m.startswith('# warmup_steps:')), 10)
     return steps, warmup
 
 
