@@ -386,11 +386,7 @@ void arena::visit_idle(Visit&& visit) {
   // The current plan's region keeps its idle pages for the plan's next blocks: taken
   // elsewhere, they would be taken back in its next repetition, and pages would move
   // every step. So they come after every other idle page.
-  std::uint32_t kept_first = 1, kept_last = 0;  // none
-  if (!regions_.empty() && is_current(*regions_.back())) {
-    kept_first = first_page(regions_.back()->placeholder);
-    kept_last = last_page(regions_.back()->placeholder);
-  }
+  const auto [kept_first, kept_last] = get_kept_pages();
   for (int pass = 0; pass < 2; ++pass) {
     for (std::uint32_t j = pages_.get_idle_tail(); j != page_map::kNone;) {
       const std::uint32_t newer = pages_.get(j).prev_idle;  // visit may unlink j
@@ -431,12 +427,12 @@ void arena::find_victims(std::uint32_t first, std::uint32_t last, queue_id queue
     return true;
   };
   const std::uint32_t top = pages_.get_count() - 1;
-  if (regions_.empty() || !is_current(*regions_.back())) {
+  const auto [kept_first, region_last] = get_kept_pages();
+  if (kept_first > region_last) {
     scan(0, top);
     return;
   }
-  const std::uint32_t kept_first = first_page(regions_.back()->placeholder);
-  const std::uint32_t kept_last = std::min(last_page(regions_.back()->placeholder), top);
+  const std::uint32_t kept_last = std::min(region_last, top);
   if (kept_last < top && !scan(kept_last + 1, top)) return;
   if (kept_first > 0 && !scan(0, kept_first - 1)) return;
   if (kept_first <= kept_last) scan(kept_first, kept_last);

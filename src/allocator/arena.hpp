@@ -215,6 +215,12 @@ class arena {
   void tell(std::uint32_t page, bool held) {
     if (listener_) listener_->on_pages(base_ + std::size_t{page} * page_size_, page_size_, held);
   }
+  // The current plan's region's pages, whose idle pages are taken last; (1, 0) when
+  // there is none.
+  std::pair<std::uint32_t, std::uint32_t> get_kept_pages() const {
+    if (regions_.empty() || !is_current(*regions_.back())) return {1, 0};
+    return {first_page(regions_.back()->placeholder), last_page(regions_.back()->placeholder)};
+  }
   // Calls visit(page) for each idle page, least recently used first and the current
   // region's last, until it returns false; visit may unlink the page it is given.
   template <class Visit>
