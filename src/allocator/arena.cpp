@@ -382,17 +382,16 @@ block* arena::take_online(std::size_t size, queue_id queue, request& r) {
 }
 
 template <class Visit>
-void arena::visit_idle(Visit&& visit) {
+void arena::visit_idle_by_age(Visit&& visit) {
   // The current plan's region keeps its idle pages for the plan's next blocks: taken
   // elsewhere, they would be taken back in its next repetition, and pages would move
   // every step. So they come after every other idle page.
   const auto [kept_first, kept_last] = get_kept_pages();
+  const std::vector<std::uint32_t> by_age = pages_.calculate_idle_by_age();
   for (int pass = 0; pass < 2; ++pass) {
-    for (std::uint32_t j = pages_.get_idle_tail(); j != page_map::kNone;) {
-      const std::uint32_t newer = pages_.get(j).prev_idle;  // visit may unlink j
+    for (const std::uint32_t j : by_age) {
       const bool kept = j >= kept_first && j <= kept_last;
       if (kept == (pass == 1) && !visit(j)) return;
-      j = newer;
     }
     if (kept_first > kept_last) return;  // no region: the first pass saw every page
   }
@@ -401,7 +400,7 @@ void arena::visit_idle(Visit&& visit) {
 // Highest pages first: moving the idle pages at the top keeps the mapped runs below
 // them whole for the blocks to come, where least recently used ones were taken from
 // anywhere (long runs of the suite's loops moved 28% fewer pages and unmapped 36% fewer:
-// docs/BENCHMARKS.md). The current plan's region's pages come last (see visit_idle).
+// docs/BENCHMARKS.md). The current plan's region's pages come last (see visit_idle_by_age).
 void arena::find_victims(std::uint32_t first, std::uint32_t last, queue_id queue,
                          std::size_t wanted, std::vector<std::uint32_t>& stolen,
                          std::vector<std::uint64_t>& waiting) const {
@@ -498,7 +497,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   r.creates = creates;
   r.reserving = creates * g;
   if (need == 0 && !r.must_wait) {  // every page mapped: only the users change
-    for (std::uint32_t i = first; i <= last; ++i) pages_.add_user(i);
+    pages_.add_users(first, last);
     return true;
   }
   std::size_t k = 0;
@@ -519,7 +518,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
       page_map::page& victim = pages_.at(j);
       plan.physical = victim.physical;
       plan.stolen_from = j;
-      pages_.unlink_idle(j);
+      pages_.set_idle(j, false);
       pages_.set_physical(j, 0);
       pages_.set_shadow(j, plan.physical, i);
       pages_.set_busy(j, true);  // until the map: no other block maps over it meanwhile
@@ -652,7 +651,7 @@ void arena::reclaim(std::uint32_t i, std::uint32_t h) {
   page_map::page& p = pages_.at(i);
   page_map::page& home = pages_.at(h);
   const page_id physical = p.shadow;
-  pages_.unlink_idle(h);
+  pages_.set_idle(h, false);
   pages_.set_physical(h, 0);
   pages_.set_shadow(h, physical, i);
   pages_.set_shadow(i, 0, page_map::kNone);
@@ -670,7 +669,7 @@ void arena::undo_reclaims(request& r) {
     pages_.set_shadow(i, physical, h);
     pages_.set_shadow(h, 0, page_map::kNone);
     pages_.set_physical(h, physical);
-    pages_.link_idle(h);
+    pages_.set_idle(h, true);
   }
   r.reclaimed.clear();
 }
@@ -684,7 +683,7 @@ void arena::restore_victims(request& r) {
     pages_.set_physical(p.stolen_from, p.physical);
     // After a failed mapping, a block placed over it meanwhile (waiting while it was
     // busy) may use it: then it is not idle.
-    if (victim.users == 0) pages_.link_idle(p.stolen_from);
+    if (victim.users == 0) pages_.set_idle(p.stolen_from, true);
     mapped_pages_++;
     held_unmapped_--;
   }
@@ -726,8 +725,7 @@ bool arena::free(block* b, std::uint64_t serial) {
     pool.release_deferred(b);
   else
     pool.give_back(b, serial);
-  bool idled = false;
-  for (std::uint32_t i = first; i <= last; ++i) idled |= pages_.remove_user(i, queue, serial);
+  const bool idled = pages_.remove_users(first, last, queue, serial);
   if (!idled || fences_wanted_ == 0) return false;
   fences_wanted_--;
   return fences_.wants_record(queue, serial);
@@ -750,22 +748,20 @@ bool arena::is_mapped(const block* b) const {
 
 std::size_t arena::calculate_releasable() const {
   std::size_t pages = 0;
-  for (std::uint32_t j = pages_.get_idle_tail(); j != page_map::kNone;
-       j = pages_.get(j).prev_idle) {
+  pages_.visit_idle([&](std::uint32_t j) {
     const page_map::page& p = pages_.get(j);
     if (fences_.is_safe(p.queue, p.free_serial)) ++pages;
-  }
+  });
   return pages * page_size_;
 }
 
 std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) const {
   std::vector<std::uint64_t> waiting;
-  for (std::uint32_t j = pages_.get_idle_tail(); j != page_map::kNone;
-       j = pages_.get(j).prev_idle) {
+  pages_.visit_idle([&](std::uint32_t j) {
     const page_map::page& p = pages_.get(j);
     if (p.queue == queue && !fences_.is_safe(p.queue, p.free_serial))
       waiting.push_back(p.free_serial);
-  }
+  });
   return serial_freeing(waiting, pages);
 }
 
@@ -784,7 +780,7 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
       if (p.busy) kept.insert(p.shadow);
     }
   }
-  visit_idle([&](std::uint32_t j) {
+  visit_idle_by_age([&](std::uint32_t j) {
     page_map::page& p = pages_.at(j);
     if (fences_.is_safe(p.queue, p.free_serial) && !kept.contains(p.physical)) {
       const auto [from, to] = shadows.equal_range(p.physical);
@@ -796,7 +792,7 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
       }
       out.push_back({j, p.physical, j});
       tell(j, false);
-      pages_.unlink_idle(j);
+      pages_.set_idle(j, false);
       pages_.set_physical(j, 0);
       pages_.set_busy(j, true);  // until give_back has unmapped it (see settle_released)
       mapped_pages_--;
@@ -885,7 +881,7 @@ void arena::validate(bool blocks_in_flight) const {
     check(!p.shadow || p.busy || std::binary_search(physical.begin(), physical.end(), p.shadow),
           "a shadow maps a physical page that no page holds");
   }
-  check(idle == pages_.get_idle_count(), "the idle list's length is wrong");
+  check(idle == pages_.get_idle_count(), "the count of idle pages is wrong");
 }
 
 void arena::add_views(std::vector<segment_view>& views,

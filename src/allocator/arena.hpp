@@ -222,9 +222,9 @@ class arena {
     return {first_page(regions_.back()->placeholder), last_page(regions_.back()->placeholder)};
   }
   // Calls visit(page) for each idle page, least recently used first and the current
-  // region's last, until it returns false; visit may unlink the page it is given.
+  // region's last, until it returns false; visit may take the page it is given.
   template <class Visit>
-  void visit_idle(Visit&& visit);
+  void visit_idle_by_age(Visit&& visit);
   pools::block* take_most_mapped(std::size_t size, queue_id queue, queue_id* previous_queue);
   pools::block* take_tightest_run(std::size_t size, queue_id queue, queue_id* previous_queue);
   std::uint32_t page_of(std::size_t offset) const {

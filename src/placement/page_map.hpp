@@ -1,10 +1,13 @@
 // Pages of a reserved address range: which are mapped, how many live blocks touch
-// each, and the idle ones (mapped, untouched) in least-recently-used order.
+// each, and the idle ones (mapped, untouched), in a bitmap, each stamped with when it
+// became idle: the hot path touches no page but the block's own.
 // Numbers only: physical pages are ids the caller got from its backend.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "memkit/types.hpp"
@@ -18,17 +21,17 @@ class page_map {
   struct page {
     page_id physical = 0;          // mapped physical page, 0 when unmapped
     serial_t free_serial = 0;      // idle: when its last user was freed
-    std::uint32_t users = 0;       // live blocks touching the page
-    queue_id queue = 0;            // idle: queue of its last user
-    page_index prev_idle = kNone;  // idle list links, most recent first
-    page_index next_idle = kNone;
-    bool busy = false;  // being mapped or unmapped with the lock released
-    bool idle = false;  // on the idle list
+    std::uint64_t idle_since = 0;  // idle: when it became so (idle_events_ then)
     // Unmapped here, but the device still maps a physical page here that now serves
     // another page (where it moved without an unmap): moving it back costs no call.
     page_id shadow = 0;              // that physical page; 0 when none (always, if mapped)
     page_index shadow_home = kNone;  // where it went (a hint: it may have moved since)
+    std::uint32_t users = 0;         // live blocks touching the page
+    queue_id queue = 0;              // idle: queue of its last user
+    bool busy = false;               // being mapped or unmapped with the lock released
+    bool idle = false;               // mapped with no users (its bit in the idle bitmap is set)
   };
+  static_assert(sizeof(page) <= 48, "a page record fits in 48 bytes");
 
   // Write physical and busy through set_physical / set_busy: they keep the bitmap.
   page& at(page_index i) {
@@ -115,22 +118,79 @@ class page_map {
   const page& get(page_index i) const { return pages_[i]; }
   page_index get_count() const { return static_cast<page_index>(pages_.size()); }
   std::uint32_t get_idle_count() const { return idle_count_; }
-  page_index get_idle_tail() const { return idle_tail_; }
 
   void add_user(page_index i) {
     page& p = pages_[i];
-    if (p.users++ == 0 && p.idle) unlink_idle(i);
+    if (p.users++ == 0 && p.idle) set_idle(i, false);
   }
 
-  // A page left with no users stays mapped, as the most recently idle page.
-  // Returns whether it became idle.
+  // A page left with no users stays mapped, idle since `serial`. Returns whether it
+  // became idle.
   bool remove_user(page_index i, queue_id queue, serial_t serial) {
     page& p = pages_[i];
     if (--p.users > 0 || !p.physical) return false;
     p.queue = queue;
     p.free_serial = serial;
-    link_idle(i);
+    set_idle(i, true);
     return true;
+  }
+
+  // add_user on every page of [first, last], one word of the idle bitmap at a time.
+  void add_users(page_index first, page_index last) {
+    std::uint32_t left_idle = 0;
+    for (page_index i = first; i <= last; ++i) {
+      page& p = pages_[i];
+      left_idle += p.idle;
+      p.idle = false;
+      ++p.users;
+    }
+    for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) { idle_bits_[w] &= ~mask; });
+    idle_count_ -= left_idle;
+  }
+  // remove_user on every page of [first, last]; whether any became idle.
+  bool remove_users(page_index first, page_index last, queue_id queue, serial_t serial) {
+    std::uint64_t bits = 0;  // pages of the current word that became idle
+    bool any = false;
+    const std::uint64_t since = ++idle_events_;  // ties: lowest page first
+    for (page_index i = first; i <= last; ++i) {
+      page& p = pages_[i];
+      if (--p.users == 0 && p.physical) {
+        p.queue = queue;
+        p.free_serial = serial;
+        p.idle = true;
+        p.idle_since = since;
+        bits |= std::uint64_t{1} << (i % 64);
+        ++idle_count_;
+        any = true;
+      }
+      if (i % 64 == 63 || i == last) {
+        idle_bits_[i / 64] |= bits;
+        bits = 0;
+      }
+    }
+    return any;
+  }
+
+  // Calls visit(i) for each idle page, lowest first (a scan of the idle bitmap).
+  template <class Visit>
+  void visit_idle(Visit&& visit) const {
+    for (std::size_t w = 0; w < idle_bits_.size(); ++w) {
+      for (std::uint64_t bits = idle_bits_[w]; bits != 0; bits &= bits - 1)
+        visit(static_cast<page_index>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+    }
+  }
+  // The idle pages, least recently used first (in the order they became idle, the
+  // pages of one event lowest first). A walk
+  // of every idle page, for the slow paths that give pages back.
+  std::vector<page_index> calculate_idle_by_age() const {
+    std::vector<std::pair<std::uint64_t, page_index>> aged;
+    aged.reserve(idle_count_);
+    visit_idle([&](page_index i) { aged.emplace_back(pages_[i].idle_since, i); });
+    std::sort(aged.begin(), aged.end());
+    std::vector<page_index> order;
+    order.reserve(aged.size());
+    for (const auto& [serial, i] : aged) order.push_back(i);
+    return order;
   }
 
   // The highest idle page in [from, to], or kNone (a scan of the idle bitmap downwards).
@@ -148,32 +208,18 @@ class page_map {
     return kNone;
   }
 
-  void unlink_idle(page_index i) {
-    page& p = pages_[i];
-    idle_bits_[i / 64] &= ~(std::uint64_t{1} << (i % 64));
-    if (p.prev_idle != kNone)
-      pages_[p.prev_idle].next_idle = p.next_idle;
-    else
-      idle_head_ = p.next_idle;
-    if (p.next_idle != kNone)
-      pages_[p.next_idle].prev_idle = p.prev_idle;
-    else
-      idle_tail_ = p.prev_idle;
-    p.prev_idle = p.next_idle = kNone;
-    p.idle = false;
-    --idle_count_;
-  }
-
-  void link_idle(page_index i) {
-    page& p = pages_[i];
-    idle_bits_[i / 64] |= std::uint64_t{1} << (i % 64);
-    p.idle = true;
-    p.prev_idle = kNone;
-    p.next_idle = idle_head_;
-    if (idle_head_ != kNone) pages_[idle_head_].prev_idle = i;
-    idle_head_ = i;
-    if (idle_tail_ == kNone) idle_tail_ = i;
-    ++idle_count_;
+  // Marks page i idle or not (it must not be so already).
+  void set_idle(page_index i, bool idle) {
+    pages_[i].idle = idle;
+    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+    if (idle) {
+      idle_bits_[i / 64] |= bit;
+      pages_[i].idle_since = ++idle_events_;
+      ++idle_count_;
+    } else {
+      idle_bits_[i / 64] &= ~bit;
+      --idle_count_;
+    }
   }
 
  private:
@@ -181,6 +227,17 @@ class page_map {
     pages_.resize(i + 1);
     usable_.resize(i / 64 + 1);
     idle_bits_.resize(i / 64 + 1);
+  }
+
+  // visit(word, mask) for each word of the bitmaps that [first, last] covers.
+  template <class Visit>
+  static void for_each_word(std::uint64_t first, std::uint64_t last, Visit&& visit) {
+    for (std::uint64_t w = first / 64; w <= last / 64; ++w) {
+      std::uint64_t mask = ~std::uint64_t{0};
+      if (w == first / 64) mask &= ~std::uint64_t{0} << (first % 64);
+      if (w == last / 64 && last % 64 != 63) mask &= (std::uint64_t{1} << (last % 64 + 1)) - 1;
+      visit(static_cast<std::size_t>(w), mask);
+    }
   }
 
   void update_usable(page_index i) {
@@ -193,11 +250,10 @@ class page_map {
 
   std::vector<page> pages_;
   std::vector<std::uint64_t> usable_;     // bit i: page i is mapped and not busy
-  std::vector<std::uint64_t> idle_bits_;  // bit i: page i is on the idle list
+  std::vector<std::uint64_t> idle_bits_;  // bit i: page i is idle
   std::size_t shadow_count_ = 0;          // pages with a shadow
-  page_index idle_head_ = kNone;          // most recently idle
-  page_index idle_tail_ = kNone;          // least recently idle
-  std::uint32_t idle_count_ = 0;
+  std::uint32_t idle_count_ = 0;          // idle pages (bits set)
+  std::uint64_t idle_events_ = 0;         // calls that left pages idle, ever
 };
 
 }  // namespace memkit::placement
