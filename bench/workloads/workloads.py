@@ -19,10 +19,11 @@ allocation traces and compared under three allocators on a CUDA GPU.
         peak reserved / peak allocated, and memkit's page maps and unmaps per timed
         step.
 
-    workloads.py table F.json [F.json...]
+    workloads.py table [--latest] F.json [F.json...]
         The table compare prints, from the JSON files of one or more compare runs
-        (runs of a loop under one allocator in several files are taken together),
-        with the goals each loop misses; needs no GPU or PyTorch.
+        (runs of a loop under one allocator in several files are taken together;
+        with --latest only those of the last file given that ran the loop), with the
+        goals each loop misses; needs no GPU or PyTorch.
 
 Step time: each timed step ends with torch.cuda.synchronize(); the median over the
 timed steps is compared. Peak allocated: PyTorch's max_memory_allocated for PyTorch's
@@ -331,7 +332,8 @@ def print_table(results, loops, allocators):
         over = []
         for a in allocators:
             if a not in runs:
-                cells += ["failed", "failed"]
+                ran = any(r["loop"] == name and r["allocator"] == a for r in results)
+                cells += ["failed", "failed"] if ran else ["-", "-"]
                 continue
             ms = statistics.median(r["step_ms"] for r in runs[a])
             ratio = statistics.median(r["peak_reserved"] / max(r["peak_allocated"], 1)
@@ -367,6 +369,7 @@ def missed_goals(time_ratio, paired, reserved_ratio, unmaps):
 
 def command_table(args):
     results, allocators, loops = [], [], []
+    latest = {}  # with --latest: loop -> the last file that ran it
     for path in args.files:
         try:
             with open(path) as f:
@@ -383,11 +386,17 @@ def command_table(args):
             if missing:
                 raise SystemExit("[workloads table] %s: run %d has no %s" % (
                     path, i, ", ".join(missing)))
+            r = dict(r, file=path)
+            latest[r["loop"]] = path
             results.append(r)
             if r["allocator"] not in allocators:
                 allocators.append(r["allocator"])
             if r["loop"] not in loops:
                 loops.append(r["loop"])
+    if args.latest:
+        results = [r for r in results if r["file"] == latest[r["loop"]]]
+        for name in sorted(loops):
+            print("%-28s %s" % (name, latest[name]))
     print_table(results, loops, allocators)
     return 0
 
@@ -420,6 +429,8 @@ def main():
                          help="seconds after which no further loop is started (0: none)")
     table = sub.add_parser("table", help="the table of compare runs' JSON files")
     table.add_argument("files", nargs="+")
+    table.add_argument("--latest", action="store_true",
+                       help="each loop from the last file (in the order given) that ran it")
     for p in (record, compare):
         p.add_argument("--loops", nargs="+", default=list(LOOPS), choices=list(LOOPS),
                        metavar="LOOP")
