@@ -17,14 +17,14 @@ def run(loop, allocator, steps_ms, reserved, allocated, unmaps=None):
     return r
 
 
-def table(tmp_path, *files):
+def table(tmp_path, *files, flags=()):
     paths = []
     for i, results in enumerate(files):
         path = tmp_path / ("compare%d.json" % i)
         path.write_text(json.dumps(results))
         paths.append(str(path))
-    out = subprocess.run([sys.executable, SCRIPT, "table"] + paths, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run([sys.executable, SCRIPT, "table"] + list(flags) + paths,
+                         capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     return {line.split(" | ")[0].strip("| "): line.rstrip(" |").split(" | ")
             for line in out.stdout.splitlines() if line.startswith("| ") and "---" not in line}
@@ -64,6 +64,19 @@ def test_files_are_read_together_and_failed_runs_left_out(tmp_path):
     # memkit's own run is the one judged and the one whose unmaps are shown.
     assert rows["a"][-2] == "1.0"
     assert rows["a"][-1] == "memory"
+
+
+def test_latest_takes_each_loop_from_the_last_file_that_ran_it(tmp_path):
+    older = [run("a", "pytorch", [10.0], 100, 100), run("a", "memkit", [12.0], 110, 100, 9.0),
+             run("b", "pytorch", [10.0], 100, 100), run("b", "memkit", [9.0], 101, 100, 0.0)]
+    newer = [run("a", "pytorch", [10.0], 100, 100), run("a", "memkit", [9.0], 101, 100, 1.0),
+             run("c", "pytorch", [10.0], 100, 100)]
+    rows = table(tmp_path, older, newer, flags=["--latest"])
+    assert rows["a"][3] == "0.900 (0.900)" and rows["a"][-1] == "-"  # the newer run alone
+    assert rows["b"][3] == "0.900 (0.900)"  # only the older file ran it
+    assert rows["c"][3] == "-"  # never run under memkit: not a failure
+    together = table(tmp_path, older, newer)
+    assert together["a"][-2] == "5.0"  # without --latest both runs count
 
 
 def test_a_bad_file_is_named_with_what_is_wrong(tmp_path):
