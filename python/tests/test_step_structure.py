@@ -47,3 +47,17 @@ def test_an_envelope_above_every_step_when_no_step_is_largest_everywhere(tmp_pat
     r = step_structure.analyse(str(path))
     assert r["structures"] == 1 and r["covered"] == 2
     assert r["largest_peak"] == 8 * MIB and r["envelope_peak"] == 11 * MIB
+
+
+def test_pad_envelope_makes_the_steps_of_a_structure_ask_the_same_sizes(tmp_path):
+    spec = importlib.util.spec_from_file_location("pad_envelope",
+                                                  os.path.join(HERE, "pad_envelope.py"))
+    pad_envelope = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pad_envelope)
+    src, dst = tmp_path / "in.trace.csv.gz", tmp_path / "out.trace.csv.gz"
+    write(src, [[2 * MIB, 6 * MIB], [5 * MIB, 3 * MIB], [1 * MIB, 2 * MIB, 8 * MIB]])
+    pad_envelope.pad(str(src), str(dst))
+    steps = step_structure.read_steps(str(dst))
+    sizes = [[e[2] for e in step if e[0] == "a"] for step in steps]
+    assert sizes[0] == sizes[1] == [5 * MIB, 100, 6 * MIB, 100]  # small requests unchanged
+    assert sizes[2] == [1 * MIB, 100, 2 * MIB, 100, 8 * MIB, 100]  # alone in its structure
