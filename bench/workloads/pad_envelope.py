@@ -15,46 +15,22 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import step_structure  # noqa: E402
-import trace_lines  # noqa: E402
-
-
-def large_sizes(lines, step):
-    """The line numbers and sizes of a step's large requests, in order."""
-    return [(i, int(lines[i][2][2])) for i in step
-            if lines[i][0] == "a" and int(lines[i][2][2]) > step_structure.LARGE]
 
 
 def pad(src, dst):
-    lines = [(kind, line, f) for _, kind, line, f in trace_lines.read(src, "pad_envelope")]
-    warmup = next((int(line.split(":")[1]) for kind, line, _ in lines
-                   if kind == "#" and line.startswith("# warmup_steps:")), 10)
-    steps = []  # each step's line numbers of its requests and frees
-    for i, (kind, _, _) in enumerate(lines):
-        if kind == "s":
-            steps.append([])
-        elif steps and kind in "af":
-            steps[-1].append(i)
-    structure = {}
+    records, steps = step_structure.read_trace(src)
+    large = [step_structure.large_only(step) for step in steps]
     groups = collections.defaultdict(list)
-    for k in range(warmup, len(steps)):
-        events = [("a", f[1], int(f[2]), f[3] if len(f) > 3 and not f[3].startswith("@")
-                   else "0") if kind == "a" else ("f", f[1])
-                  for kind, _, f in (lines[i] for i in steps[k])]
-        structure[k] = step_structure.structure(step_structure.large_only(events))
-        groups[structure[k]].append(k)
-    envelope = {}
-    for shape, members in groups.items():
-        sizes = [0] * sum(1 for e in shape if e[0] == "a")
-        for k in members:
-            for j, (_, size) in enumerate(large_sizes(lines, steps[k])):
-                sizes[j] = max(sizes[j], size)
-        envelope[shape] = sizes
-    out = [line for _, line, _ in lines]
-    for k in structure:
-        for (i, _), size in zip(large_sizes(lines, steps[k]), envelope[structure[k]]):
-            fields = list(lines[i][2])
-            fields[2] = str(size)
-            out[i] = ",".join(fields)
+    for step in large:
+        groups[step_structure.structure(step)].append(step)
+    out = [line for _, line, _ in records]
+    for group in groups.values():
+        sizes = step_structure.envelope(group)
+        for step in group:
+            for e, size in zip((e for e in step if e[0] == "a"), sizes):
+                fields = list(records[e[4]][2])
+                fields[2] = str(size)
+                out[e[4]] = ",".join(fields)
     with gzip.open(dst, "wt") as f:
         f.write("\n".join(out) + "\n")
 

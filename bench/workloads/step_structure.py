@@ -24,24 +24,28 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LARGE = 512 << 10  # the small pool's largest request beside an arena
 
 
-def read_steps(path):
-    """The steps after the warm-up, each a list of ('a', id, size, stream) and ('f', id)."""
-    steps, cur, warmup, started = [], [], 10, False
+def read_trace(path):
+    """The trace's records (kind, line, fields, as trace_lines reads them) and its steps
+    after the warm-up, each a list of ('a', id, size, stream, record) and ('f', id,
+    record), record being the event's index in the records."""
+    records, steps, warmup = [], [], 10
     for _, kind, line, f in trace_lines.read(path, "step_structure"):
+        records.append((kind, line, f))
         if kind == "#" and line.startswith("# warmup_steps:"):
             warmup = int(line.split(":")[1])
         elif kind == "s":
-            if started:
-                steps.append(cur)
-            cur, started = [], True
-        elif kind == "a":
+            steps.append([])
+        elif kind == "a" and steps:
             stream = f[3] if len(f) > 3 and not f[3].startswith("@") else "0"
-            cur.append(("a", f[1], int(f[2]), stream))
-        elif kind == "f":
-            cur.append(("f", f[1]))
-    if started:
-        steps.append(cur)
-    return steps[warmup:]
+            steps[-1].append(("a", f[1], int(f[2]), stream, len(records) - 1))
+        elif kind == "f" and steps:
+            steps[-1].append(("f", f[1], len(records) - 1))
+    return records, steps[warmup:]
+
+
+def read_steps(path):
+    """The steps after the warm-up (read_trace)."""
+    return read_trace(path)[1]
 
 
 def large_only(step):
@@ -82,6 +86,15 @@ def peak_live(step, sizes=None):
     return peak
 
 
+def envelope(group):
+    """Each request's largest size over steps of one structure (their large requests)."""
+    sizes = [0] * sum(1 for e in group[0] if e[0] == "a")
+    for step in group:
+        for k, size in enumerate(e[2] for e in step if e[0] == "a"):
+            sizes[k] = max(sizes[k], size)
+    return sizes
+
+
 def analyse(path):
     steps = [large_only(s) for s in read_steps(path)]
     if not steps:
@@ -90,13 +103,10 @@ def analyse(path):
     counts = collections.Counter(structures)
     commonest, covered = counts.most_common(1)[0]
     group = [s for s, st in zip(steps, structures) if st == commonest]
-    envelope = [0] * sum(1 for e in group[0] if e[0] == "a")
-    for step in group:
-        for k, size in enumerate(e[2] for e in step if e[0] == "a"):
-            envelope[k] = max(envelope[k], size)
+    sizes = envelope(group)
     largest = max(peak_live(s) for s in group)
     return {"steps": len(steps), "structures": len(counts), "covered": covered,
-            "requests": len(envelope), "envelope_peak": peak_live(group[0], envelope),
+            "requests": len(sizes), "envelope_peak": peak_live(group[0], sizes),
             "largest_peak": largest}
 
 
