@@ -696,7 +696,7 @@ void arena::cancel(request& r) {
   b->queue = r.previous_queue;
   const std::uint64_t serial = b->free_serial;
   pool_of(b).give_back(b, serial);
-  for (std::uint32_t i = first; i <= last; ++i) pages_.remove_user(i, r.previous_queue, serial);
+  pages_.remove_users(first, last, r.previous_queue, serial);
   for (const request::idle_page& was : r.was_idle) {
     page_map::page& p = pages_.at(was.index);
     if (p.users > 0 || !p.physical) continue;

@@ -94,25 +94,22 @@ class page_map {
   // Whether every page in [first, last] is usable (a mask test a word, no count).
   bool are_all_usable(std::uint64_t first, std::uint64_t last) const {
     if (last >= pages_.size()) return false;
-    for (std::uint64_t w = first / 64; w <= last / 64; ++w) {
-      std::uint64_t mask = ~std::uint64_t{0};
-      if (w == first / 64) mask &= ~std::uint64_t{0} << (first % 64);
-      if (w == last / 64 && last % 64 != 63) mask &= (std::uint64_t{1} << (last % 64 + 1)) - 1;
-      if ((usable_[w] & mask) != mask) return false;
-    }
-    return true;
+    bool all = true;
+    for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) {
+      all = (usable_[w] & mask) == mask;
+      return all;
+    });
+    return all;
   }
   // Usable pages in [first, last].
   std::uint64_t count_usable(std::uint64_t first, std::uint64_t last) const {
     if (first >= pages_.size()) return 0;
     if (last >= pages_.size()) last = pages_.size() - 1;
     std::uint64_t count = 0;
-    for (std::uint64_t w = first / 64; w <= last / 64; ++w) {
-      std::uint64_t bits = usable_[w];
-      if (w == first / 64) bits &= ~std::uint64_t{0} << (first % 64);
-      if (w == last / 64 && last % 64 != 63) bits &= (std::uint64_t{1} << (last % 64 + 1)) - 1;
-      count += static_cast<std::uint64_t>(std::popcount(bits));
-    }
+    for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) {
+      count += static_cast<std::uint64_t>(std::popcount(usable_[w] & mask));
+      return true;
+    });
     return count;
   }
   const page& get(page_index i) const { return pages_[i]; }
@@ -144,7 +141,10 @@ class page_map {
       p.idle = false;
       ++p.users;
     }
-    for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) { idle_bits_[w] &= ~mask; });
+    for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) {
+      idle_bits_[w] &= ~mask;
+      return true;
+    });
     idle_count_ -= left_idle;
   }
   // remove_user on every page of [first, last]; whether any became idle.
@@ -180,8 +180,8 @@ class page_map {
     }
   }
   // The idle pages, least recently used first (in the order they became idle, the
-  // pages of one event lowest first). A walk
-  // of every idle page, for the slow paths that give pages back.
+  // pages of one event lowest first). A walk of every idle page, for the slow paths
+  // that give pages back.
   std::vector<page_index> calculate_idle_by_age() const {
     std::vector<std::pair<std::uint64_t, page_index>> aged;
     aged.reserve(idle_count_);
@@ -229,14 +229,15 @@ class page_map {
     idle_bits_.resize(i / 64 + 1);
   }
 
-  // visit(word, mask) for each word of the bitmaps that [first, last] covers.
+  // visit(word, mask) for each word of the bitmaps that [first, last] covers, the mask
+  // selecting its pages there, until visit returns false.
   template <class Visit>
   static void for_each_word(std::uint64_t first, std::uint64_t last, Visit&& visit) {
     for (std::uint64_t w = first / 64; w <= last / 64; ++w) {
       std::uint64_t mask = ~std::uint64_t{0};
       if (w == first / 64) mask &= ~std::uint64_t{0} << (first % 64);
       if (w == last / 64 && last % 64 != 63) mask &= (std::uint64_t{1} << (last % 64 + 1)) - 1;
-      visit(static_cast<std::size_t>(w), mask);
+      if (!visit(static_cast<std::size_t>(w), mask)) return;
     }
   }
 
