@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import trace_lines  # noqa: E402
+import step_structure  # noqa: E402
 from workloads import parse_allocator, read_call_time  # noqa: E402
 from pluggable import use_memkit  # noqa: E402
 
@@ -34,20 +34,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def read_events(path, steps):
     """(allocate?, block, size) of `steps` steps after the trace's warm-up; frees of
     blocks allocated before them are left out."""
-    events, warmup, step, live = [], 10, -1, set()
-    for _, kind, line, f in trace_lines.read(path, "call_cost"):
-        if kind == "#" and line.startswith("# warmup_steps:"):
-            warmup = int(line.split(":")[1])
-        elif kind == "s":
-            step += 1
-            if step >= warmup + steps:
-                break
-        elif step >= warmup and kind == "a":
-            events.append((True, f[1], int(f[2])))
-            live.add(f[1])
-        elif step >= warmup and kind == "f" and f[1] in live:
-            events.append((False, f[1], 0))
-            live.discard(f[1])
+    events, live = [], set()
+    for step in step_structure.read_steps(path)[:steps]:
+        for e in step:
+            if e[0] == "a":
+                events.append((True, e[1], e[2]))
+                live.add(e[1])
+            elif e[1] in live:
+                events.append((False, e[1], 0))
+                live.discard(e[1])
     return events
 
 
