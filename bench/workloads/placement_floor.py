@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The page floor of a placement rule: a trace's large requests (above 512 KiB, the
+arena's) placed in one address range by best fit or by address-ordered first fit,
+with a page counted only while a live block touches it (no slack, no idle page kept,
+no small pool). Its largest count of pages over the largest live bytes is the least
+reserved / live that rule can reach on the trace, whatever pages the arena keeps:
+where it exceeds 1.02, no slack or page policy brings the arena under the goal with
+that rule; only another placement can.
+
+    bench/workloads/placement_floor.py TRACE... [--steps 4] [--rules best first]
+        [--page-mib 2]
+
+--steps: the steps read (the events before the first step marker, then that many
+steps); generate loops reach their page peak in their first steps.
+"""
+import argparse
+import bisect
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_lines  # noqa: E402
+
+LARGE = 512 << 10  # larger requests go to the arena
+QUANTUM = 512      # the arena's rounding of a request
+
+
+class Range:
+    """Free ranges of one address range, in address order, merged when freed."""
+
+    def __init__(self, rule, page):
+        self.free = [(0, 1 << 60)]  # (offset, size)
+        self.rule, self.page = rule, page
+        self.users = {}  # page -> live blocks touching it
+
+    def take(self, size):
+        chosen = None
+        for i, (offset, room) in enumerate(self.free):
+            if room < size:
+                continue
+            if self.rule == "first":
+                chosen = i
+                break
+            if chosen is None or room < self.free[chosen][1]:
+                chosen = i
+        offset, room = self.free[chosen]
+        if room == size:
+            self.free.pop(chosen)
+        else:
+            self.free[chosen] = (offset + size, room - size)
+        for p in range(offset // self.page, (offset + size - 1) // self.page + 1):
+            self.users[p] = self.users.get(p, 0) + 1
+        return offset
+
+    def give_back(self, offset, size):
+        for p in range(offset // self.page, (offset + size - 1) // self.page + 1):
+            self.users[p] -= 1
+            if self.users[p] == 0:
+                del self.users[p]
+        i = bisect.bisect(self.free, (offset, 0))
+        if i < len(self.free) and self.free[i][0] == offset + size:
+            size += self.free.pop(i)[1]
+        if i > 0 and sum(self.free[i - 1]) == offset:
+            self.free[i - 1] = (self.free[i - 1][0], self.free[i - 1][1] + size)
+        else:
+            self.free.insert(i, (offset, size))
+
+
+def floor(path, steps, rule, page):
+    """(peak live bytes, peak pages x page bytes) of the trace's arena requests."""
+    where = Range(rule, page)
+    held, live, peak_live, peak_pages, step = {}, 0, 0, 0, -1
+    for _, kind, _, fields in trace_lines.read(path, "placement_floor"):
+        if kind == "s":
+            step += 1
+            if step >= steps:
+                break
+        elif kind == "a" and int(fields[2]) > LARGE:
+            size = -(-int(fields[2]) // QUANTUM) * QUANTUM
+            held[fields[1]] = (where.take(size), size)
+            live += size
+            peak_live = max(peak_live, live)
+            peak_pages = max(peak_pages, len(where.users))
+        elif kind == "f" and fields[1] in held:
+            offset, size = held.pop(fields[1])
+            where.give_back(offset, size)
+            live -= size
+    return peak_live, peak_pages * page
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("traces", nargs="+")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--rules", nargs="+", default=["best", "first"],
+                        choices=["best", "first"])
+    parser.add_argument("--page-mib", type=int, default=2)
+    args = parser.parse_args()
+    page = args.page_mib << 20
+    print("| trace | peak live (MiB) | " + " | ".join("%s fit: pages / live" % r
+                                                    for r in args.rules) + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in args.rules) + " |")
+    for path in args.traces:
+        cells, live = [], 0
+        for rule in args.rules:
+            live, pages = floor(path, args.steps, rule, page)
+            cells.append("%.4f" % (pages / live) if live else "-")
+        name = os.path.basename(path).replace(".trace.csv.gz", "")
+        print("| %s | %.1f | %s |" % (name, live / 2**20, " | ".join(cells)))
+
+
+if __name__ == "__main__":
+    main()
