@@ -310,10 +310,19 @@ def paired_ratio(runs, base):
     return statistics.median(ratios) if ratios else None
 
 
+def run_ratios(runs, base):
+    """Run i's median step time over PyTorch's run i, for each pair of runs (repeats
+    alternate the allocators): their spread is the spread between processes, which a
+    single run cannot show."""
+    return [r["step_ms"] / b["step_ms"] for r, b in zip(runs, base) if b["step_ms"] > 0]
+
+
 def print_table(results, loops, allocators):
     """One row per loop: each allocator's median step time over PyTorch's (and, in
-    parentheses, the paired ratio: paired_ratio) and peak reserved / peak allocated;
-    memkit's unmaps per timed step and the goals it misses (missed_goals)."""
+    parentheses, the paired ratio: paired_ratio; in brackets, with repeats, the lowest
+    and highest ratio of one run to its PyTorch run: run_ratios) and peak reserved /
+    peak allocated; memkit's unmaps per timed step and the goals it misses
+    (missed_goals)."""
     print("\n| loop | " + " | ".join("%s time / PyTorch's | %s reserved / allocated" % (a, a)
                                      for a in allocators) + " | memkit unmaps a step | " +
           "memkit over the goal |")
@@ -342,6 +351,9 @@ def print_table(results, loops, allocators):
             time_cell = "%.3f" % (ms / base_ms) if base_ms else "%.1f ms" % ms
             if paired is not None:
                 time_cell += " (%.3f)" % paired
+            spread = run_ratios(runs[a], base) if base and a != "pytorch" else []
+            if len(spread) > 1:
+                time_cell += " [%.3f-%.3f]" % (min(spread), max(spread))
             cells += [time_cell, "%.3f" % ratio]
             # memkit's default, or the first memkit variant when it did not run
             if "unmaps_per_step" in runs[a][0] and (a == "memkit" or unmaps == "-"):

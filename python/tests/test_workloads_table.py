@@ -53,6 +53,18 @@ def test_time_is_missed_only_when_both_ratios_say_so(tmp_path):
     assert rows["mixed"][-1] == "-"
 
 
+def test_repeats_show_the_spread_of_run_ratios(tmp_path):
+    # Two alternated repeats: run 1 over PyTorch's run 1 is 0.9, run 2 over run 2 is 1.2.
+    rows = table(tmp_path, [
+        run("r", "pytorch", [10.0], 100, 100), run("r", "memkit", [9.0], 100, 100, 0.0),
+        run("r", "pytorch", [20.0], 100, 100), run("r", "memkit", [24.0], 100, 100, 0.0),
+    ])
+    assert rows["r"][3].endswith("[0.900-1.200]")
+    single = table(tmp_path, [run("s", "pytorch", [10.0], 100, 100),
+                              run("s", "memkit", [9.0], 100, 100, 0.0)])
+    assert "[" not in single["s"][3]
+
+
 def test_files_are_read_together_and_failed_runs_left_out(tmp_path):
     rows = table(tmp_path, [
         run("a", "pytorch", [10.0], 100, 100),
