@@ -407,8 +407,11 @@ def command_table(args):
                 loops.append(r["loop"])
     if args.latest:
         results = [r for r in results if r["file"] == latest[r["loop"]]]
-        for name in sorted(loops):
+        loops = sorted(loops)
+        for name in loops:
             print("%-28s %s" % (name, latest[name]))
+    if args.allocators:
+        allocators = args.allocators
     print_table(results, loops, allocators)
     return 0
 
@@ -442,7 +445,10 @@ def main():
     table = sub.add_parser("table", help="the table of compare runs' JSON files")
     table.add_argument("files", nargs="+")
     table.add_argument("--latest", action="store_true",
-                       help="each loop from the last file (in the order given) that ran it")
+                       help="each loop from the last file (in the order given) that ran it, "
+                       "loops in alphabetical order")
+    table.add_argument("--allocators", nargs="+", metavar="A",
+                       help="the columns, in this order (default: every allocator in the files)")
     for p in (record, compare):
         p.add_argument("--loops", nargs="+", default=list(LOOPS), choices=list(LOOPS),
                        metavar="LOOP")

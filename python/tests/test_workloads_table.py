@@ -23,7 +23,7 @@ def table(tmp_path, *files, flags=()):
         path = tmp_path / ("compare%d.json" % i)
         path.write_text(json.dumps(results))
         paths.append(str(path))
-    out = subprocess.run([sys.executable, SCRIPT, "table"] + list(flags) + paths,
+    out = subprocess.run([sys.executable, SCRIPT, "table"] + list(flags) + ["--"] + paths,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     return {line.split(" | ")[0].strip("| "): line.rstrip(" |").split(" | ")
@@ -89,6 +89,9 @@ def test_latest_takes_each_loop_from_the_last_file_that_ran_it(tmp_path):
     assert rows["c"][3] == "-"  # never run under memkit: not a failure
     together = table(tmp_path, older, newer)
     assert together["a"][-2] == "5.0"  # without --latest both runs count
+    only = table(tmp_path, older + [run("b", "expandable", [8.0], 100, 100)],
+                 flags=["--allocators", "pytorch", "memkit"])
+    assert len(only["b"]) == 7  # loop, two columns for each of two allocators, unmaps, goals
 
 
 def test_a_bad_file_is_named_with_what_is_wrong(tmp_path):
