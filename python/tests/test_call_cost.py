@@ -2,15 +2,10 @@
 steps after the warm-up, as many as asked, without the frees of blocks made before
 them (those tensors do not exist in the replay)."""
 import gzip
-import importlib.util
-import os
-import sys
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "workloads")
-sys.path.insert(0, HERE)
-spec = importlib.util.spec_from_file_location("call_cost", os.path.join(HERE, "call_cost.py"))
-call_cost = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(call_cost)
+import bench_scripts
+
+call_cost = bench_scripts.load("call_cost")
 
 
 def test_events_are_the_steps_after_the_warmup(tmp_path):

@@ -2,16 +2,14 @@
 the same loop (every free names a live block; a step's blocks outlive it into the next
 step as they did), whose steps keep their order when all ask for the same sizes."""
 import gzip
-import importlib.util
 import json
 import os
 import subprocess
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "workloads",
-                      "long_run.py")
-spec = importlib.util.spec_from_file_location("long_run", SCRIPT)
-long_run = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(long_run)
+import bench_scripts
+
+SCRIPT = bench_scripts.path("long_run")
+long_run = bench_scripts.load("long_run")
 
 
 def write_trace(path, steps, warmup=2):

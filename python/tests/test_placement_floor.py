@@ -1,16 +1,10 @@
 """bench/workloads/placement_floor.py: the pages a placement rule needs, counted only
 while a live block touches them, on a trace worked out by hand."""
 import gzip
-import importlib.util
-import os
-import sys
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "workloads")
-sys.path.insert(0, HERE)
-spec = importlib.util.spec_from_file_location("placement_floor",
-                                              os.path.join(HERE, "placement_floor.py"))
-placement_floor = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(placement_floor)
+import bench_scripts
+
+placement_floor = bench_scripts.load("placement_floor")
 
 MIB = 1 << 20
 PAGE = 2 * MIB

@@ -2,16 +2,10 @@
 order share a structure whatever their sizes; the envelope's peak equals the largest
 step's where that step is the largest at every request, and exceeds it where not."""
 import gzip
-import importlib.util
-import os
-import sys
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "workloads")
-sys.path.insert(0, HERE)
-spec = importlib.util.spec_from_file_location("step_structure",
-                                              os.path.join(HERE, "step_structure.py"))
-step_structure = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(step_structure)
+import bench_scripts
+
+step_structure = bench_scripts.load("step_structure")
 
 MIB = 1 << 20
 
@@ -50,10 +44,7 @@ def test_an_envelope_above_every_step_when_no_step_is_largest_everywhere(tmp_pat
 
 
 def test_pad_envelope_makes_the_steps_of_a_structure_ask_the_same_sizes(tmp_path):
-    spec = importlib.util.spec_from_file_location("pad_envelope",
-                                                  os.path.join(HERE, "pad_envelope.py"))
-    pad_envelope = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pad_envelope)
+    pad_envelope = bench_scripts.load("pad_envelope")
     src, dst = tmp_path / "in.trace.csv.gz", tmp_path / "out.trace.csv.gz"
     write(src, [[2 * MIB, 6 * MIB], [5 * MIB, 3 * MIB], [1 * MIB, 2 * MIB, 8 * MIB]])
     pad_envelope.pad(str(src), str(dst))
