@@ -235,6 +235,31 @@ void print_table(const trace::report_section& section) {
                            std::to_string(final_counts.returns) +
                            " back where still mapped (no call)");
   }
+  const loop_report& loop = result.loop;
+  if (loop.plans + loop.declined > 0) {
+    auto over = [](std::size_t height, std::size_t load) {
+      char ratio[32];
+      std::snprintf(
+          ratio, sizeof ratio, "%.4f x",
+          static_cast<double>(height) / static_cast<double>(std::max<std::size_t>(load, 1)));
+      return std::string(ratio);
+    };
+    std::string text = loop.period > 0
+                           ? std::to_string(loop.period) + " requests a repetition, LOAD " +
+                                 mib(loop.load_bytes) + ", plan " +
+                                 over(loop.height_bytes, loop.load_bytes) + " LOAD"
+                           : std::string("none at the end");
+    text +=
+        "; " + std::to_string(loop.plans) + " made, " + std::to_string(loop.declined) + " declined";
+    if (loop.declined > 0) {
+      text += " (the lowest " + over(loop.declined_height_bytes, loop.declined_load_bytes) +
+              " its LOAD)";
+    }
+    text += ", " + std::to_string(loop.revivals) + " brought back, " + std::to_string(loop.losses) +
+            " lost; " + std::to_string(loop.placed) + " requests placed as planned, " +
+            std::to_string(loop.missed) + " not";
+    line("loop plans", text);
+  }
   char cost[96];
   std::snprintf(cost, sizeof cost, "%.0f ns/event (%.2f ms for the replay loop)",
                 result.ns_per_event, static_cast<double>(result.loop_ns) / 1e6);

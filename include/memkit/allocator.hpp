@@ -192,6 +192,22 @@ struct segment_view {
   std::vector<block_view> blocks;
 };
 
+// The arena's loop plan (see allocator_options::plan_loops), for reports: the loop it
+// follows, and why a repetition found was not planned.
+struct loop_report {
+  std::size_t period = 0;                 // requests in one repetition of the plan (0: none)
+  std::size_t load_bytes = 0;             // its LOAD: the most planned bytes live at once
+  std::size_t height_bytes = 0;           // its plan's height (at most 1.01 x load_bytes)
+  std::uint64_t placed = 0;               // requests placed where a plan put them
+  std::uint64_t plans = 0;                // plans made (stored ones brought back: revivals)
+  std::uint64_t declined = 0;             // repetitions whose plan was too high to use ...
+  std::size_t declined_load_bytes = 0;    // ... the lowest over its LOAD: its LOAD
+  std::size_t declined_height_bytes = 0;  // ... and its plan's height
+  std::uint64_t losses = 0;               // times the loop followed was lost
+  std::uint64_t missed = 0;               // planned requests placed online (place in use)
+  std::uint64_t revivals = 0;             // stored plans brought back (a loop's shapes)
+};
+
 class allocator {
  public:
   explicit allocator(backend& device, allocator_options options = {});
@@ -229,6 +245,7 @@ class allocator {
   void clear_cache();                       // gives every free segment back
   std::size_t calculate_largest_free_block() const;
   std::vector<segment_view> calculate_segments() const;
+  loop_report get_loop_report() const;  // zeros without an arena
 
   void set_validation(bool on);  // check invariants after every operation
   void validate() const;         // check them now; throws invariant_violation

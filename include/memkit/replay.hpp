@@ -72,6 +72,7 @@ struct replay_result {
   double ns_per_event = 0;
   double ns_per_event_after_warmup = 0;  // the steady state: the steps after the warm-up
   statistics final_statistics;
+  loop_report loop;  // the arena's loop plan at the end
 };
 
 // Runs the whole trace once. Throws trace_error naming the trace line when the

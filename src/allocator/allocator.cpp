@@ -788,6 +788,25 @@ std::size_t allocator::calculate_largest_free_block() const {
   return std::max(state_->small.calculate_largest_free(), state_->large.calculate_largest_free());
 }
 
+loop_report allocator::get_loop_report() const {
+  std::lock_guard lock(state_->mutex);
+  loop_report out;
+  if (!state_->vm) return out;
+  const placement::loop_plan& plan = state_->vm->get_loop_plan();
+  out.period = plan.get_period();
+  out.load_bytes = plan.get_period() ? plan.get_load() : 0;
+  out.height_bytes = plan.get_planned_height();
+  out.placed = plan.get_placed();
+  out.plans = plan.get_plans();
+  out.declined = plan.get_declines();
+  out.declined_load_bytes = plan.get_declined_load();
+  out.declined_height_bytes = plan.get_declined_height();
+  out.losses = plan.get_losses();
+  out.missed = plan.get_missed();
+  out.revivals = plan.get_revivals();
+  return out;
+}
+
 std::vector<segment_view> allocator::calculate_segments() const {
   std::lock_guard lock(state_->mutex);
   // Blocks parked in thread caches are free to the program, so that the live blocks

@@ -340,7 +340,10 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
   block* b = nullptr;
   if (note.offset != placement::loop_plan::kNone) {
     b = take_planned(note.offset, size, queue, &r.previous_queue);
-    if (!b) loop_.on_missed();
+    if (b)
+      loop_.on_placed();
+    else
+      loop_.on_missed();
   }
   if (!b) b = take_online(size, queue, r);
   if (!b) {

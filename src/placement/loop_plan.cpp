@@ -449,9 +449,19 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
       kMaxHeightOverLoad * static_cast<double>(load)) {
     declined_ = period;
     declined_until_ = last + kDeclinedRepetitions * period;
+    ++declines_;
+    // The one nearest to being used: the lowest height over LOAD declined so far.
+    const auto height = static_cast<std::uint64_t>(planner::height(inst, plan));
+    const double over = static_cast<double>(height) / static_cast<double>(load);
+    if (declined_load_ == 0 ||
+        over < static_cast<double>(declined_height_) / static_cast<double>(declined_load_)) {
+      declined_load_ = static_cast<std::uint64_t>(load);
+      declined_height_ = height;
+    }
     return false;
   }
   if (phase_ != phase::learning) store_current();
+  ++plans_;
   revived_ = false;
   sizes_.assign(period, 0);
   offsets_.assign(period, kNone);

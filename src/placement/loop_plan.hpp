@@ -108,6 +108,8 @@ class loop_plan {
   bool is_region_ready() const { return region_ready_; }
   // A planned request the caller could not place at its offset (still in use).
   void on_missed() { ++missed_; }
+  // A planned request the caller placed at its offset.
+  void on_placed() { ++placed_; }
   // The planned block of request `serial` was live where a later request was planned:
   // its position goes online from now on (a serial from before the loop was last
   // found, or of a request not planned, changes nothing).
@@ -125,6 +127,14 @@ class loop_plan {
   std::uint64_t get_checks() const { return checks_; }        // periods checked (try_plan calls)
   std::uint64_t get_unplanned() const { return unplanned_; }  // positions unplanned
   std::uint64_t get_revivals() const { return revivals_; }    // stored plans brought back
+  std::uint64_t get_plans() const { return plans_; }          // plans made (not brought back)
+  std::uint64_t get_placed() const { return placed_; }        // requests placed as planned
+  std::uint64_t get_declines() const { return declines_; }    // plans too high to use
+  // Of the plans declined, the lowest over its LOAD: its LOAD and height (0 before any).
+  std::uint64_t get_declined_load() const { return declined_load_; }
+  std::uint64_t get_declined_height() const { return declined_height_; }
+  // The height of the plan followed or waited for (0 without one).
+  std::uint64_t get_planned_height() const { return sizes_.empty() ? 0 : planned_height_; }
   // The plan was stored and brought back: it needed its region before, so the
   // region is made as soon as it is asked for, not at the cut.
   bool is_revived() const { return revived_; }
@@ -292,6 +302,11 @@ class loop_plan {
   std::uint64_t missed_ = 0;           // planned requests placed online
   std::uint64_t losses_ = 0;           // times the loop was lost
   std::uint64_t checks_ = 0;           // periods checked
+  std::uint64_t plans_ = 0;            // plans made
+  std::uint64_t declines_ = 0;         // plans declined as too high ...
+  std::uint64_t declined_load_ = 0;    // ... the lowest over its LOAD: its LOAD
+  std::uint64_t declined_height_ = 0;  // ... and height
+  std::uint64_t placed_ = 0;           // planned requests placed at their offsets
   std::uint64_t unplanned_ = 0;        // positions unplanned
   std::uint64_t unplanned_bytes_ = 0;  // their sizes, under this plan
   bool relearn_ = false;               // too many: learn again at the next request

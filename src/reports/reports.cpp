@@ -100,6 +100,18 @@ nlohmann::json replay_json(const trace::report_section& section) {
     out["unfinished_waits"] = result.waits;
   }
   out["queue_orders"] = result.final_statistics.queue_orders;
+  const loop_report& loop = result.loop;
+  out["loop_plan"] = {{"period", loop.period},
+                      {"load_bytes", loop.load_bytes},
+                      {"height_bytes", loop.height_bytes},
+                      {"placed", loop.placed},
+                      {"plans", loop.plans},
+                      {"declined", loop.declined},
+                      {"declined_load_bytes", loop.declined_load_bytes},
+                      {"declined_height_bytes", loop.declined_height_bytes},
+                      {"losses", loop.losses},
+                      {"missed", loop.missed},
+                      {"revivals", loop.revivals}};
   out["ns_per_event"] = result.ns_per_event;
   if (result.has_unmaps_after_warmup)
     out["ns_per_event_after_warmup"] = result.ns_per_event_after_warmup;

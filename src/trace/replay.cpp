@@ -246,6 +246,7 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
     if (trace.events[i].kind == action::allocate) ++result.allocations;
   }
   result.final_statistics = setup.memory->get_statistics();
+  result.loop = setup.memory->get_loop_report();
   result.peak_reserved_bytes = result.final_statistics.peak_reserved_bytes;
   result.peak_active_bytes = result.final_statistics.peak_active_bytes;
   result.backend_allocs = result.final_statistics.backend_allocations;

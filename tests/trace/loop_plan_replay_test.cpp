@@ -13,14 +13,15 @@ namespace memkit::trace {
 namespace {
 
 replay_result replay_workload(const std::string& name, bool plan_loops,
-                              std::uint32_t device_lag = 0, bool order_queues = true) {
+                              std::uint32_t device_lag = 0, bool order_queues = true,
+                              bool validate = true) {
   const trace_data trace =
       read(std::string(MEMKIT_SOURCE_DIR) + "/data/traces/workloads/" + name + ".trace.csv.gz");
   replay_options options;
   options.plan_loops = plan_loops;
   options.device_lag = device_lag;
   options.order_queues = order_queues;
-  options.validate = true;  // every invariant, regions included, after every operation
+  options.validate = validate;  // every invariant, regions included, after every operation
   return replay(trace, options);
 }
 
@@ -42,6 +43,29 @@ TEST(loop_plan_replay, a_learned_loop_moves_no_page_once_it_settles) {
   EXPECT_GT(online_moves, 0u) << "online placement moves pages every step";
   EXPECT_LE(static_cast<double>(planned.peak_reserved_bytes),
             1.02 * static_cast<double>(planned.peak_active_bytes) + (2 << 20));
+  // The report says so: a plan made and followed, its requests at their places.
+  const loop_report& loop = planned.loop;
+  EXPECT_GE(loop.plans, 1u);
+  EXPECT_GT(loop.period, 0u);
+  EXPECT_GT(loop.placed, 0u);
+  EXPECT_GE(loop.height_bytes, loop.load_bytes);
+  EXPECT_LE(static_cast<double>(loop.height_bytes), 1.01 * static_cast<double>(loop.load_bytes));
+  EXPECT_EQ(online.loop.plans, 0u);
+  EXPECT_EQ(online.loop.placed, 0u);
+}
+
+// GPT-2's generate call repeats exactly, but no plan of it found quickly enough comes
+// within 1.01 x its LOAD: the report names the decline and how high the nearest plan
+// was, and nothing is placed by a plan. (Without validation: 2.4 million events.)
+TEST(loop_plan_replay, a_plan_too_high_is_declined_and_reported) {
+  const replay_result planned = replay_workload("gpt2_generate", true, 0, true, false);
+  ASSERT_TRUE(planned.completed);
+  const loop_report& loop = planned.loop;
+  EXPECT_GE(loop.declined, 1u);
+  EXPECT_GT(static_cast<double>(loop.declined_height_bytes),
+            1.01 * static_cast<double>(loop.declined_load_bytes));
+  EXPECT_GT(loop.declined_load_bytes, 0u);
+  EXPECT_EQ(loop.placed, 0u);
 }
 
 // Llama with gradient checkpointing: its layer stack repeats long enough for a plan of
