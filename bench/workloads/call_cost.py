@@ -19,13 +19,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import step_structure  # noqa: E402
-from workloads import parse_allocator, read_call_time  # noqa: E402
+from workloads import parse_allocator, read_call_time, run_child  # noqa: E402
 from pluggable import use_memkit  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -115,16 +114,13 @@ def main():
                 env = dict(os.environ)
                 if allocator != "bare":
                     env.update(parse_allocator(allocator)[1])
-                out = subprocess.run(
-                    [sys.executable, os.path.abspath(__file__), "--child", allocator, "--lib",
-                     args.lib, "--bare-lib", args.bare_lib or "", "--trace", trace, "--steps",
-                     str(args.steps), "--repeats", str(args.repeats)],
-                    capture_output=True, text=True, env=env)
-                lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
-                if out.returncode != 0 or not lines:
-                    print("[call_cost] %s on %s failed:\n%s" % (allocator, trace, out.stderr[-2000:]))
+                r, error = run_child(
+                    ["--child", allocator, "--lib", args.lib, "--bare-lib", args.bare_lib or "",
+                     "--trace", trace, "--steps", str(args.steps), "--repeats", str(args.repeats)],
+                    env, script=__file__)
+                if error:
+                    print("[call_cost] %s on %s failed: %s" % (allocator, trace, error))
                     continue
-                r = json.loads(lines[-1][len("RESULT "):])
                 results.append(r)
                 print("%-24s %-26s %6d events  %7.1f ns an event%s" % (
                     r["trace"], allocator, r["events"], r["ns_per_event"],

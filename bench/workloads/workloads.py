@@ -19,11 +19,12 @@ allocation traces and compared under three allocators on a CUDA GPU.
         peak reserved / peak allocated, and memkit's page maps and unmaps per timed
         step.
 
-    workloads.py table [--latest] F.json [F.json...]
+    workloads.py table [--latest] [--allocators A...] -- F.json [F.json...]
         The table compare prints, from the JSON files of one or more compare runs
         (runs of a loop under one allocator in several files are taken together;
         with --latest only those of the last file given that ran the loop), with the
-        goals each loop misses; needs no GPU or PyTorch.
+        goals each loop misses; --allocators chooses the columns. Needs no GPU or
+        PyTorch.
 
 Step time: each timed step ends with torch.cuda.synchronize(); the median over the
 timed steps is compared. Peak allocated: PyTorch's max_memory_allocated for PyTorch's
@@ -226,8 +227,10 @@ def child_record(name, out_dir, steps, seed):
             "pytorch_peak_reserved": torch.cuda.max_memory_reserved(0)}
 
 
-def run_child(args_list, env=None):
-    out = subprocess.run([sys.executable, os.path.abspath(__file__)] + args_list,
+def run_child(args_list, env=None, script=__file__):
+    """Runs `script` (this one by default) in a child Python with args_list; its last
+    RESULT line, parsed, and None, or None and what went wrong."""
+    out = subprocess.run([sys.executable, os.path.abspath(script)] + args_list,
                          capture_output=True, text=True, env=env)
     lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
     if out.returncode != 0 or not lines:
