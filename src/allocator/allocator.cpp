@@ -794,7 +794,7 @@ loop_report allocator::get_loop_report() const {
   if (!state_->vm) return out;
   const placement::loop_plan& plan = state_->vm->get_loop_plan();
   out.period = plan.get_period();
-  out.load_bytes = plan.get_period() ? plan.get_load() : 0;
+  out.load_bytes = plan.get_load();
   out.height_bytes = plan.get_planned_height();
   out.placed = plan.get_placed();
   out.plans = plan.get_plans();

@@ -121,7 +121,9 @@ class loop_plan {
     return (phase_ == phase::waiting || phase_ == phase::following) && position_ == 0;
   }
   std::size_t get_period() const { return sizes_.size(); }
-  std::uint64_t get_load() const { return load_; }
+  // The LOAD and height of the plan followed or waited for (0 without one).
+  std::uint64_t get_load() const { return sizes_.empty() ? 0 : load_; }
+  std::uint64_t get_planned_height() const { return sizes_.empty() ? 0 : planned_height_; }
   std::uint64_t get_missed() const { return missed_; }
   std::uint64_t get_losses() const { return losses_; }
   std::uint64_t get_checks() const { return checks_; }        // periods checked (try_plan calls)
@@ -133,8 +135,6 @@ class loop_plan {
   // Of the plans declined, the lowest over its LOAD: its LOAD and height (0 before any).
   std::uint64_t get_declined_load() const { return declined_load_; }
   std::uint64_t get_declined_height() const { return declined_height_; }
-  // The height of the plan followed or waited for (0 without one).
-  std::uint64_t get_planned_height() const { return sizes_.empty() ? 0 : planned_height_; }
   // The plan was stored and brought back: it needed its region before, so the
   // region is made as soon as it is asked for, not at the cut.
   bool is_revived() const { return revived_; }
