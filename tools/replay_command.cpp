@@ -249,8 +249,8 @@ void print_table(const trace::report_section& section) {
                                  mib(loop.load_bytes) + ", plan " +
                                  over(loop.height_bytes, loop.load_bytes) + " LOAD"
                            : std::string("none at the end");
-    text +=
-        "; " + std::to_string(loop.plans) + " made, " + std::to_string(loop.declined) + " declined";
+    text += "; " + std::to_string(loop.plans) + " made (" + std::to_string(loop.searches) +
+            " searched), " + std::to_string(loop.declined) + " declined";
     if (loop.declined > 0) {
       text += " (the lowest " + over(loop.declined_height_bytes, loop.declined_load_bytes) +
               " its LOAD)";

@@ -200,6 +200,7 @@ struct loop_report {
   std::size_t height_bytes = 0;           // its plan's height (at most 1.01 x load_bytes)
   std::uint64_t placed = 0;               // requests placed where a plan put them
   std::uint64_t plans = 0;                // plans made (stored ones brought back: revivals)
+  std::uint64_t searches = 0;             // plans searched (each holds the lock up to 50 ms)
   std::uint64_t declined = 0;             // repetitions whose plan was too high to use ...
   std::size_t declined_load_bytes = 0;    // ... the lowest over its LOAD: its LOAD
   std::size_t declined_height_bytes = 0;  // ... and its plan's height

@@ -798,6 +798,7 @@ loop_report allocator::get_loop_report() const {
   out.height_bytes = plan.get_planned_height();
   out.placed = plan.get_placed();
   out.plans = plan.get_plans();
+  out.searches = plan.get_searches();
   out.declined = plan.get_declines();
   out.declined_load_bytes = plan.get_declined_load();
   out.declined_height_bytes = plan.get_declined_height();

@@ -240,6 +240,7 @@ void arena::merge_unmerged() {
 }
 
 void arena::make_region(queue_id queue) {
+  loop_.finish_plan();
   const std::size_t bytes = common::round_up(loop_.get_region_bytes(), page_size_);
   // The last region, empty and large enough, serves the next plan: its pages are
   // mapped where that plan's blocks go (plans of one loop's shapes overlap most).

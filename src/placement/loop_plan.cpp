@@ -74,6 +74,45 @@ std::uint64_t loop_plan::on_request(std::size_t size, queue_id queue) {
   return serial;
 }
 
+bool loop_plan::may_search(std::size_t period) const {
+  return searched_periods_.size() < kMaxSearches &&
+         std::find(searched_periods_.begin(), searched_periods_.end(), period) ==
+             searched_periods_.end();
+}
+
+void loop_plan::improve(const planner::instance& inst, planner::plan& plan) {
+  ++searches_;
+  planner::options options;
+  options.time_limit_seconds = kSearchSeconds;
+  planner::result searched = planner::solve(inst, options);
+  if (searched.height_bytes < planner::height(inst, plan)) plan = std::move(searched.best);
+}
+
+void loop_plan::finish_plan() {
+  if (deferred_positions_.empty()) return;
+  planner::instance inst;
+  std::vector<std::size_t> positions;
+  inst.buffers.reserve(deferred_positions_.size());
+  for (std::size_t b = 0; b < deferred_positions_.size(); ++b) {
+    // A position unplanned since (its block outlived the plan) stays online.
+    if (offsets_[deferred_positions_[b]] == kNone) continue;
+    inst.buffers.push_back(deferred_search_.buffers[b]);
+    positions.push_back(deferred_positions_[b]);
+  }
+  drop_deferred_search();
+  if (!may_search(sizes_.size())) return;
+  searched_periods_.push_back(sizes_.size());
+  // The plan as greedy left it, replaced where the search finds a lower one.
+  planner::plan plan;
+  for (const std::size_t p : positions)
+    plan.offsets.push_back(static_cast<std::int64_t>(offsets_[p]));
+  improve(inst, plan);
+  for (std::size_t b = 0; b < positions.size(); ++b)
+    offsets_[positions[b]] = static_cast<std::uint64_t>(plan.offsets[b]);
+  planned_height_ = static_cast<std::uint64_t>(planner::height(inst, plan));
+  if (region_bytes_ > 0) region_bytes_ = planned_height_;
+}
+
 void loop_plan::set_region_ready() {
   region_ready_ = true;
   // A plan brought back follows at once, from where it is in its repetition (the
@@ -87,6 +126,7 @@ void loop_plan::set_region_ready() {
 void loop_plan::store_current() {
   // A plan that asked for its region (a revived one asks at once); not one whose
   // blocks outlived it widely.
+  drop_deferred_search();  // a stored plan keeps the offsets it has
   if (region_bytes_ == 0 || relearn_) return;
   if (stored_.size() == kStoredPlans) stored_.erase(stored_.begin());
   stored_.push_back({std::move(sizes_), std::move(queues_), std::move(offsets_), planned_height_,
@@ -431,17 +471,18 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   if (static_cast<double>(best_crossing + long_lived) > kMaxCrossing * static_cast<double>(load))
     return false;
   planner::plan plan = planner::greedy_best_fit(inst);
-  if (planner::height(inst, plan) > load + load / kGoodEnough &&
-      searched_periods_.size() < kMaxSearches &&
-      std::find(searched_periods_.begin(), searched_periods_.end(), period) ==
-          searched_periods_.end()) {
-    // Greedy is far from LOAD (blocks of staggered lifetimes, a growing cache):
-    // search, briefly, and once per period: it runs under the allocator's lock.
+  // Greedy is far from LOAD (blocks of staggered lifetimes, a growing cache): a
+  // search, brief and once per period, as it runs under the allocator's lock; now
+  // when it decides whether the plan is used, else once the plan is (finish_plan).
+  const bool worth_search =
+      planner::height(inst, plan) > load + load / kGoodEnough && may_search(period);
+  bool search_later = false;
+  if (worth_search && static_cast<double>(planner::height(inst, plan)) >
+                          kMaxHeightOverLoad * static_cast<double>(load)) {
+    improve(inst, plan);
     searched_periods_.push_back(period);
-    planner::options options;
-    options.time_limit_seconds = kSearchSeconds;
-    planner::result searched = planner::solve(inst, options);
-    if (searched.height_bytes < planner::height(inst, plan)) plan = std::move(searched.best);
+  } else {
+    search_later = worth_search;
   }
 
   // A plan much above LOAD would hold more memory than online placement does.
@@ -475,6 +516,11 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
     offsets_[planned_at[b]] = static_cast<std::uint64_t>(plan.offsets[b]);
   }
   planned_height_ = static_cast<std::uint64_t>(planner::height(inst, plan));
+  drop_deferred_search();
+  if (search_later) {
+    deferred_search_ = std::move(inst);
+    deferred_positions_ = std::move(planned_at);
+  }
   region_bytes_ = 0;
   region_ready_ = false;
   cycles_ = 0;

@@ -21,6 +21,10 @@
 //   planned    blocks of one repetition that are freed within it get an offset:
 //                no two planned blocks live at one moment overlap
 //                LOAD <= height <= 1.01 LOAD (a higher plan is declined)
+//              greedy places them; where it ends within 1.01 LOAD but not near
+//              LOAD, the search that lowers the plan waits until the plan is used
+//              (finish_plan): most plans never get a region, and a search holds the
+//              allocator's lock for up to kSearchSeconds.
 //              blocks crossing the cut, or living longer than a repetition, are
 //              left to online placement (offset kNone).
 //   following  request n of the loop is at position (n - start) mod P; a size other
@@ -50,6 +54,7 @@
 #include <memory>
 #include <vector>
 
+#include "memkit/planner.hpp"
 #include "memkit/types.hpp"
 
 namespace memkit::placement {
@@ -103,6 +108,9 @@ class loop_plan {
   // bytes. Blocks of other queues are placed online, since a place one queue freed
   // is reusable on another only once that queue's work completed.
   queue_id get_plan_queue() const { return plan_queue_; }
+  // Before the caller makes the region: completes the plan (the search put off at
+  // planning runs now), so get_region_bytes() is the region's final size.
+  void finish_plan();
   // The region exists: a plan waiting at its first position follows from this request.
   void set_region_ready();
   bool is_region_ready() const { return region_ready_; }
@@ -130,6 +138,7 @@ class loop_plan {
   std::uint64_t get_unplanned() const { return unplanned_; }  // positions unplanned
   std::uint64_t get_revivals() const { return revivals_; }    // stored plans brought back
   std::uint64_t get_plans() const { return plans_; }          // plans made (not brought back)
+  std::uint64_t get_searches() const { return searches_; }    // plans searched (improve calls)
   std::uint64_t get_placed() const { return placed_; }        // requests placed as planned
   std::uint64_t get_declines() const { return declines_; }    // plans too high to use
   // Of the plans declined, the lowest over its LOAD: its LOAD and height (0 before any).
@@ -227,6 +236,14 @@ class loop_plan {
   // Back to learning from this request, for periods of at least min_period.
   void restart(std::uint64_t serial, std::size_t size, queue_id queue, std::size_t min_period);
   bool try_plan(std::uint64_t serial, std::size_t period);
+  // Whether a plan of this period may still be searched (once a period, kMaxSearches).
+  bool may_search(std::size_t period) const;
+  // Lowers `plan` by a search of kSearchSeconds where it finds a lower one.
+  void improve(const planner::instance& inst, planner::plan& plan);
+  void drop_deferred_search() {
+    deferred_search_.buffers.clear();
+    deferred_positions_.clear();
+  }
   // A plan learned before, kept for when its loop comes back (see "stored").
   struct stored_plan {
     std::vector<std::uint64_t> sizes;
@@ -287,15 +304,17 @@ class loop_plan {
   std::vector<stored_plan> stored_;   // least recently used first
   bool revived_ = false;              // see is_revived
   std::uint64_t revivals_ = 0;
-  std::vector<std::uint64_t> offsets_;  // per position: offset in the region, or kNone
-  std::uint64_t planned_height_ = 0;    // height of the plan
-  std::uint64_t region_bytes_ = 0;      // the region asked for: the height, once the plan held
-  std::uint64_t cycles_ = 0;            // repetitions started since the plan was made
-  std::uint64_t lost_at_ = 0;           // serial of the request that lost the loop
-  std::uint64_t record_until_ = 0;      // under a plan, requests before it are kept
-  std::uint64_t learning_since_ = 0;    // serial from which learning found no loop yet
-  std::uint64_t resting_until_ = 0;     // learning rests before this serial
-  std::uint64_t load_ = 0;              // LOAD of the planned blocks
+  std::vector<std::uint64_t> offsets_;           // per position: offset in the region, or kNone
+  planner::instance deferred_search_;            // the plan's buffers, while its search waits
+  std::vector<std::size_t> deferred_positions_;  // ... and each one's position
+  std::uint64_t planned_height_ = 0;             // height of the plan
+  std::uint64_t region_bytes_ = 0;    // the region asked for: the height, once the plan held
+  std::uint64_t cycles_ = 0;          // repetitions started since the plan was made
+  std::uint64_t lost_at_ = 0;         // serial of the request that lost the loop
+  std::uint64_t record_until_ = 0;    // under a plan, requests before it are kept
+  std::uint64_t learning_since_ = 0;  // serial from which learning found no loop yet
+  std::uint64_t resting_until_ = 0;   // learning rests before this serial
+  std::uint64_t load_ = 0;            // LOAD of the planned blocks
   bool region_ready_ = false;
   std::size_t position_ = 0;           // position of the last request
   std::uint64_t offset_ = kNone;       // where the last request goes
@@ -303,6 +322,7 @@ class loop_plan {
   std::uint64_t losses_ = 0;           // times the loop was lost
   std::uint64_t checks_ = 0;           // periods checked
   std::uint64_t plans_ = 0;            // plans made
+  std::uint64_t searches_ = 0;         // searches run
   std::uint64_t declines_ = 0;         // plans declined as too high ...
   std::uint64_t declined_load_ = 0;    // ... the lowest over its LOAD: its LOAD
   std::uint64_t declined_height_ = 0;  // ... and height

@@ -106,6 +106,7 @@ nlohmann::json replay_json(const trace::report_section& section) {
                       {"height_bytes", loop.height_bytes},
                       {"placed", loop.placed},
                       {"plans", loop.plans},
+                      {"searches", loop.searches},
                       {"declined", loop.declined},
                       {"declined_load_bytes", loop.declined_load_bytes},
                       {"declined_height_bytes", loop.declined_height_bytes},

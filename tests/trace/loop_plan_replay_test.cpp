@@ -66,6 +66,18 @@ TEST(loop_plan_replay, a_plan_too_high_is_declined_and_reported) {
             1.01 * static_cast<double>(loop.declined_load_bytes));
   EXPECT_GT(loop.declined_load_bytes, 0u);
   EXPECT_EQ(loop.placed, 0u);
+  EXPECT_GE(loop.searches, 1u) << "a plan is declined only after a search";
+}
+
+// ViT-S at a resolution drawn per step: each shape's plan is lost before the arena
+// makes its region. Greedy places each within 1.01 x LOAD, so none is searched: no
+// request waits ~50 ms under the allocator's lock for a plan that is never used.
+TEST(loop_plan_replay, plans_never_used_are_not_searched) {
+  const replay_result planned = replay_workload("vit_s_multires_bf16", true);
+  ASSERT_TRUE(planned.completed);
+  EXPECT_GE(planned.loop.plans, 1u);
+  EXPECT_EQ(planned.loop.placed, 0u);
+  EXPECT_EQ(planned.loop.searches, 0u);
 }
 
 // Llama with gradient checkpointing: its layer stack repeats long enough for a plan of
