@@ -12,8 +12,8 @@
 
 #include "memkit/allocator.hpp"
 #include "memkit/planner.hpp"
-#include "memkit/trace.hpp"
 #include "memkit/report_html.hpp"
+#include "memkit/trace.hpp"
 
 namespace memkit::reports {
 
