@@ -80,12 +80,17 @@ bool loop_plan::may_search(std::size_t period) const {
              searched_periods_.end();
 }
 
-void loop_plan::improve(const planner::instance& inst, planner::plan& plan) {
+std::int64_t loop_plan::search(std::size_t period, const planner::instance& inst,
+                               planner::plan& plan) {
+  searched_periods_.push_back(period);
   ++searches_;
   planner::options options;
   options.time_limit_seconds = kSearchSeconds;
   planner::result searched = planner::solve(inst, options);
-  if (searched.height_bytes < planner::height(inst, plan)) plan = std::move(searched.best);
+  const std::int64_t height = planner::height(inst, plan);
+  if (searched.height_bytes >= height) return height;
+  plan = std::move(searched.best);
+  return searched.height_bytes;
 }
 
 void loop_plan::finish_plan() {
@@ -101,15 +106,13 @@ void loop_plan::finish_plan() {
   }
   drop_deferred_search();
   if (!may_search(sizes_.size())) return;
-  searched_periods_.push_back(sizes_.size());
   // The plan as greedy left it, replaced where the search finds a lower one.
   planner::plan plan;
   for (const std::size_t p : positions)
     plan.offsets.push_back(static_cast<std::int64_t>(offsets_[p]));
-  improve(inst, plan);
+  planned_height_ = static_cast<std::uint64_t>(search(sizes_.size(), inst, plan));
   for (std::size_t b = 0; b < positions.size(); ++b)
     offsets_[positions[b]] = static_cast<std::uint64_t>(plan.offsets[b]);
-  planned_height_ = static_cast<std::uint64_t>(planner::height(inst, plan));
   if (region_bytes_ > 0) region_bytes_ = planned_height_;
 }
 
@@ -471,33 +474,28 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   if (static_cast<double>(best_crossing + long_lived) > kMaxCrossing * static_cast<double>(load))
     return false;
   planner::plan plan = planner::greedy_best_fit(inst);
+  std::int64_t height = planner::height(inst, plan);
+  // A plan much above LOAD would hold more memory than online placement does.
+  auto too_high = [&] {
+    return static_cast<double>(height) > kMaxHeightOverLoad * static_cast<double>(load);
+  };
   // Greedy is far from LOAD (blocks of staggered lifetimes, a growing cache): a
   // search, brief and once per period, as it runs under the allocator's lock; now
   // when it decides whether the plan is used, else once the plan is (finish_plan).
-  const bool worth_search =
-      planner::height(inst, plan) > load + load / kGoodEnough && may_search(period);
-  bool search_later = false;
-  if (worth_search && static_cast<double>(planner::height(inst, plan)) >
-                          kMaxHeightOverLoad * static_cast<double>(load)) {
-    improve(inst, plan);
-    searched_periods_.push_back(period);
-  } else {
-    search_later = worth_search;
-  }
+  const bool worth_search = height > load + load / kGoodEnough && may_search(period);
+  const bool search_later = worth_search && !too_high();
+  if (worth_search && too_high()) height = search(period, inst, plan);
 
-  // A plan much above LOAD would hold more memory than online placement does.
-  if (static_cast<double>(planner::height(inst, plan)) >
-      kMaxHeightOverLoad * static_cast<double>(load)) {
+  if (too_high()) {
     declined_ = period;
     declined_until_ = last + kDeclinedRepetitions * period;
     ++declines_;
     // The one nearest to being used: the lowest height over LOAD declined so far.
-    const auto height = static_cast<std::uint64_t>(planner::height(inst, plan));
     const double over = static_cast<double>(height) / static_cast<double>(load);
     if (declined_load_ == 0 ||
         over < static_cast<double>(declined_height_) / static_cast<double>(declined_load_)) {
       declined_load_ = static_cast<std::uint64_t>(load);
-      declined_height_ = height;
+      declined_height_ = static_cast<std::uint64_t>(height);
     }
     return false;
   }
@@ -515,7 +513,7 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   for (std::size_t b = 0; b < planned_at.size(); ++b) {
     offsets_[planned_at[b]] = static_cast<std::uint64_t>(plan.offsets[b]);
   }
-  planned_height_ = static_cast<std::uint64_t>(planner::height(inst, plan));
+  planned_height_ = static_cast<std::uint64_t>(height);
   drop_deferred_search();
   if (search_later) {
     deferred_search_ = std::move(inst);

@@ -138,7 +138,7 @@ class loop_plan {
   std::uint64_t get_unplanned() const { return unplanned_; }  // positions unplanned
   std::uint64_t get_revivals() const { return revivals_; }    // stored plans brought back
   std::uint64_t get_plans() const { return plans_; }          // plans made (not brought back)
-  std::uint64_t get_searches() const { return searches_; }    // plans searched (improve calls)
+  std::uint64_t get_searches() const { return searches_; }    // plans searched
   std::uint64_t get_placed() const { return placed_; }        // requests placed as planned
   std::uint64_t get_declines() const { return declines_; }    // plans too high to use
   // Of the plans declined, the lowest over its LOAD: its LOAD and height (0 before any).
@@ -238,8 +238,9 @@ class loop_plan {
   bool try_plan(std::uint64_t serial, std::size_t period);
   // Whether a plan of this period may still be searched (once a period, kMaxSearches).
   bool may_search(std::size_t period) const;
-  // Lowers `plan` by a search of kSearchSeconds where it finds a lower one.
-  void improve(const planner::instance& inst, planner::plan& plan);
+  // Lowers `plan` by a search of kSearchSeconds where it finds a lower one, and notes
+  // the period searched; returns the plan's height.
+  std::int64_t search(std::size_t period, const planner::instance& inst, planner::plan& plan);
   void drop_deferred_search() {
     deferred_search_.buffers.clear();
     deferred_positions_.clear();
