@@ -23,7 +23,8 @@
 //   pools     small (requests <= 1 MiB, <= 512 KiB beside an arena; 2 MiB segments)
 //             and large (the rest), each a segregated-fit free index
 //             (placement/free_index.hpp): best fit in the request's bin, first
-//             fit above it.
+//             fit above it; the small pool takes, of the first 4 blocks that fit,
+//             the one in the lowest-addressed segment (a burst's segments empty).
 //   arena     (policy arena, the default where the backend has virtual memory)
 //             large blocks are placed in one reserved range 8x the device's
 //             memory; a page is mapped while a live block touches it:

@@ -119,10 +119,12 @@ class segment_pool {
   // Whether carving `size` bytes from free block b takes its high end.
   bool place_high(const block* b, std::size_t size) const;
 
-  // Hot path: the best free block usable on `queue`, split to `size`, now live.
+  // Hot path: the best free block usable on `queue` (the small pool's: see
+  // find_in_lowest_segment), split to `size`, now live.
   // `previous_queue`, when given, receives the queue the free block had.
   block* take(std::size_t size, queue_id queue, queue_id* previous_queue = nullptr) {
-    block* found = placer_.find(size, [&](const block* b) { return is_usable(b, queue); });
+    block* found = small_ ? find_in_lowest_segment(size, queue)
+                          : placer_.find(size, [&](const block* b) { return is_usable(b, queue); });
     if (!found) return nullptr;
     if (previous_queue) *previous_queue = found->queue;
     return carve(found, size, queue);
@@ -197,6 +199,20 @@ class segment_pool {
                 std::size_t* requested_bytes) const;
 
  private:
+  // Small blocks: of the first kSmallCandidates usable blocks that fit (smallest bins
+  // first), the one in the lowest-addressed segment. Blocks that outlive a burst then
+  // gather in the oldest segments, and the segments a burst added empty and go back.
+  static constexpr int kSmallCandidates = 4;
+  block* find_in_lowest_segment(std::size_t size, queue_id queue) const {
+    block* found = nullptr;
+    int seen = 0;
+    placer_.visit_fits(size, [&](const block* b) {
+      if (!is_usable(b, queue)) return false;
+      if (!found || b->owner->base < found->owner->base) found = const_cast<block*>(b);
+      return ++seen == kSmallCandidates;
+    });
+    return found;
+  }
   block* carve(block* b, std::size_t size, queue_id queue);
   // b keeps its first `head` bytes; the new free block above takes b's state.
   block* split_off(block* b, std::uint64_t head) { return placer_.split(b, head); }

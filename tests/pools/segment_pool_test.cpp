@@ -45,5 +45,28 @@ TEST(segment_pool, a_free_joins_every_neighbour_its_state_now_allows) {
   EXPECT_EQ(free, 4 * MiB);
 }
 
+// The small pool takes, of the first few blocks that fit, the one in the
+// lowest-addressed segment, though a higher segment holds a tighter fit: the blocks
+// that outlive a burst gather in the oldest segments, and a burst's segments empty.
+TEST(segment_pool, the_small_pool_fills_its_lowest_segment_first) {
+  constexpr std::size_t KiB = 1024;
+  constexpr address_t low = 0x100000000, high = 0x200000000;
+  std::array<std::uint64_t, 1> safe_serial{0};
+  segment_pool pool(true, safe_serial.data());
+  block* hole = pool.add_segment(high, 2 * MiB, 64 * KiB, 0);
+  block* rest = pool.take(2 * MiB - 64 * KiB, 0);  // the high segment is full
+  ASSERT_TRUE(hole && rest);
+  ASSERT_EQ(rest->owner->base, high);
+  block* old = pool.add_segment(low, 2 * MiB, MiB, 0);  // 1 MiB free in the low one
+  pool.give_back(hole, 0);                              // 64 KiB free in the high one
+  block* taken = pool.take(64 * KiB, 0);
+  ASSERT_NE(taken, nullptr);
+  EXPECT_EQ(taken->owner->base, low) << "not the exact fit in the higher segment";
+  pool.give_back(rest, 0);
+  EXPECT_TRUE(pool.is_releasable(rest->owner)) << "the high segment emptied";
+  pool.give_back(taken, 0);
+  pool.give_back(old, 0);
+}
+
 }  // namespace
 }  // namespace memkit::pools

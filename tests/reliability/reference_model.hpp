@@ -370,9 +370,15 @@ class api_driver {
   driver_counts counts_;
 };
 
+// What sizes the random allocations ask for: mixed, as a framework's traffic; or
+// only sizes the large pool serves, so that an arena under its limits moves pages
+// (and moves some back) far more often.
+enum class traffic { mixed, large };
+
 // One random API call, weighted like a framework's traffic: mostly allocations and
 // frees of mixed sizes, some fences, now and then limits, clears and bad calls.
-inline void run_random_call(api_driver& d, std::mt19937_64& rng, const device_facts& facts) {
+inline void run_random_call(api_driver& d, std::mt19937_64& rng, const device_facts& facts,
+                            traffic sizes = traffic::mixed) {
   auto pick = [&](std::uint64_t n) { return n ? rng() % n : 0; };
   const auto queue = static_cast<queue_id>(pick(facts.queue_count));
   const auto& live = d.get_live();
@@ -388,6 +394,7 @@ inline void run_random_call(api_driver& d, std::mt19937_64& rng, const device_fa
     std::size_t bytes = kind < 6   ? 1 + pick(64 << 10)                // small
                         : kind < 9 ? 1 + pick(std::size_t{1} << 20)    // up to the small limit
                                    : 1 + pick(std::size_t{12} << 20);  // large
+    if (sizes == traffic::large) bytes = (std::size_t{1} << 20) + 1 + pick(std::size_t{11} << 20);
     if (pick(200) == 0) bytes = 0;
     if (pick(500) == 0) bytes = facts.max_buffer + 1 + pick(1000);  // too big: rejected
     d.allocate(bytes, queue);
