@@ -32,6 +32,46 @@ class Range:
         self.free = [(0, 1 << 60)]  # (offset, size)
         self.rule, self.page = rule, page
         self.users = {}  # page -> live blocks touching it
+        self.parts = {}  # first or last page of a live block -> [(start, end)] within it
+
+    def occupancy(self, p):
+        """The byte intervals (offsets within page p) that live blocks cover."""
+        return self.parts.get(p, [])
+
+    def note(self, offset, size, sign):
+        """Live blocks' parts on their first and last pages (inner pages are whole)."""
+        for p in {offset // self.page, (offset + size - 1) // self.page}:
+            start = max(offset, p * self.page) - p * self.page
+            end = min(offset + size, (p + 1) * self.page) - p * self.page
+            parts = self.parts.setdefault(p, [])
+            if sign > 0:
+                parts.append((start, end))
+            else:
+                parts.remove((start, end))
+                if not parts:
+                    del self.parts[p]
+
+    def calculate_shared_pages(self):
+        """Physical pages when pages whose live parts do not overlap (as offsets within
+        a page) share one physical page: first fit, fullest pages first."""
+        partial, whole = [], 0
+        for p in self.users:
+            parts = sorted(self.parts.get(p, []))
+            covered = sum(e - s for s, e in parts)
+            if p not in self.parts or covered >= self.page:
+                whole += 1
+            else:
+                partial.append((covered, parts))
+        partial.sort(reverse=True)
+        bins = []  # each a sorted list of taken intervals
+        for _, parts in partial:
+            for taken in bins:
+                if all(e <= s2 or e2 <= s for s, e in parts for s2, e2 in taken):
+                    taken.extend(parts)
+                    break
+            else:
+                bins.append(list(parts))
+        return whole + len(bins)
 
     def take(self, size):
         chosen = None
@@ -50,9 +90,11 @@ class Range:
             self.free[chosen] = (offset + size, room - size)
         for p in range(offset // self.page, (offset + size - 1) // self.page + 1):
             self.users[p] = self.users.get(p, 0) + 1
+        self.note(offset, size, 1)
         return offset
 
     def give_back(self, offset, size):
+        self.note(offset, size, -1)
         for p in range(offset // self.page, (offset + size - 1) // self.page + 1):
             self.users[p] -= 1
             if self.users[p] == 0:
@@ -66,8 +108,9 @@ class Range:
             self.free.insert(i, (offset, size))
 
 
-def floor(path, steps, rule, page):
-    """(peak live bytes, peak pages x page bytes) of the trace's arena requests."""
+def floor(path, steps, rule, page, share=False):
+    """(peak live bytes, peak pages x page bytes) of the trace's arena requests; with
+    share, pages counted as calculate_shared_pages counts them."""
     where = Range(rule, page)
     held, live, peak_live, peak_pages, step = {}, 0, 0, 0, -1
     for _, kind, _, fields in trace_lines.read(path, "placement_floor"):
@@ -80,7 +123,9 @@ def floor(path, steps, rule, page):
             held[fields[1]] = (where.take(size), size)
             live += size
             peak_live = max(peak_live, live)
-            peak_pages = max(peak_pages, len(where.users))
+            if len(where.users) > peak_pages:  # sharing never counts more than this
+                peak_pages = max(peak_pages, where.calculate_shared_pages() if share
+                                 else len(where.users))
         elif kind == "f" and fields[1] in held:
             offset, size = held.pop(fields[1])
             where.give_back(offset, size)
@@ -95,15 +140,21 @@ def main():
     parser.add_argument("--rules", nargs="+", default=["best", "first"],
                         choices=["best", "first"])
     parser.add_argument("--page-mib", type=int, default=2)
+    parser.add_argument("--share", action="store_true",
+                        help="also count pages when partly used pages whose live parts do "
+                        "not overlap share a physical page (calculate_shared_pages)")
     args = parser.parse_args()
     page = args.page_mib << 20
-    print("| trace | peak live (MiB) | " + " | ".join("%s fit: pages / live" % r
-                                                    for r in args.rules) + " |")
-    print("| --- | ---: | " + " | ".join("---:" for _ in args.rules) + " |")
+    columns = [(r, False) for r in args.rules] + ([(r, True) for r in args.rules]
+                                                  if args.share else [])
+    print("| trace | peak live (MiB) | " + " | ".join(
+        "%s fit%s: pages / live" % (r, ", shared" if shared else "") for r, shared in columns)
+        + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in columns) + " |")
     for path in args.traces:
         cells, live = [], 0
-        for rule in args.rules:
-            live, pages = floor(path, args.steps, rule, page)
+        for rule, shared in columns:
+            live, pages = floor(path, args.steps, rule, page, shared)
             cells.append("%.4f" % (pages / live) if live else "-")
         name = os.path.basename(path).replace(".trace.csv.gz", "")
         print("| %s | %.1f | %s |" % (name, live / 2**20, " | ".join(cells)))

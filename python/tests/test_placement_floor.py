@@ -42,3 +42,22 @@ def test_blocks_of_whole_pages_freed_in_turn_need_no_more_than_live(tmp_path):
     for rule in ("best", "first"):
         live, pages = placement_floor.floor(str(path), 1, rule, PAGE)
         assert live == 4 * PAGE and pages == live
+
+
+def test_partly_used_pages_share_a_physical_page_only_where_their_parts_do_not_overlap(tmp_path):
+    # 3, 2 and 3 MiB from 0 (pages 0-3, whole); the 2 MiB block freed leaves page 1
+    # with the first block's last MiB ([0, 1) MiB within it) and page 2 with the third
+    # block's first ([1, 2)); a 4 MiB block then goes above (pages 4-5): 6 pages touched
+    # for 10 MiB live, 5 when pages 1 and 2 share one. With the middle block 1.5 MiB
+    # (the third from 4.5 MiB: [0.5, 2) on page 2) the parts overlap: no sharing.
+    for middle, shared_pages in ((2 * MIB, 5), (3 * MIB // 2, 6)):
+        path = tmp_path / ("t%d.trace.csv.gz" % middle)
+        third = 8 * MIB - 3 * MIB - middle
+        write(path, ["s", "a,1,%d,0" % (3 * MIB), "a,2,%d,0" % middle, "a,3,%d,0" % third,
+                     "f,2", "a,4,%d,0" % (4 * MIB)])
+        live = 3 * MIB + third + 4 * MIB
+        for rule in ("best", "first"):
+            assert placement_floor.floor(str(path), 1, rule, PAGE) == (max(live, 8 * MIB),
+                                                                      6 * PAGE)
+            assert placement_floor.floor(str(path), 1, rule, PAGE, share=True) == (
+                max(live, 8 * MIB), shared_pages * PAGE)
