@@ -266,12 +266,11 @@ def command_compare(args):
             raise SystemExit("[workloads] allocator '%s' needs --lib" % spec)
     results = []
     started = time.monotonic()
-    for name in args.loops:
+    for index, name in enumerate(args.loops):
         if args.deadline and time.monotonic() - started > args.deadline:
             print("[workloads] deadline reached: %s and later loops not run" % name, flush=True)
             break
-        # Repeats interleave the allocators, so a drift in the machine hits all alike.
-        for spec in [s for _ in range(args.repeats) for s in args.allocators]:
+        for spec in run_order(args.allocators, args.repeats, index):
             _, env_extra, spec_lib = parse_allocator(spec)
             env = dict(os.environ, **env_extra)
             result, error = run_child(["--child-compare", name, spec, spec_lib or lib or "",
@@ -298,6 +297,18 @@ def command_compare(args):
                     json.dump(results, f, indent=1)
     print_table(results, args.loops, args.allocators)
     return 0 if not any(r.get("failed") for r in results) else 1
+
+
+def run_order(allocators, repeats, loop_index):
+    """The order compare runs one loop's allocators in: the list once a repeat, reversed
+    when loop_index + repeat is odd. Repeats interleave the allocators, so that a drift
+    in the machine hits all alike, and no allocator always runs in the same place (first,
+    or right after another allocator's process): the place a run has changes its time
+    (docs/BENCHMARKS.md)."""
+    order = []
+    for repeat in range(repeats):
+        order += allocators if (loop_index + repeat) % 2 == 0 else allocators[::-1]
+    return order
 
 
 def paired_ratio(runs, base):

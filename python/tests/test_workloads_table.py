@@ -106,3 +106,19 @@ def test_a_bad_file_is_named_with_what_is_wrong(tmp_path):
     out = subprocess.run([sys.executable, SCRIPT, "table", str(broken)], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode != 0 and "broken.json" in out.stderr
+
+
+def test_compare_alternates_which_allocator_runs_first():
+    import bench_scripts
+    workloads = bench_scripts.load("workloads")
+    both = ["pytorch", "memkit"]
+    assert workloads.run_order(both, 1, 0) == ["pytorch", "memkit"]
+    assert workloads.run_order(both, 1, 1) == ["memkit", "pytorch"]
+    assert workloads.run_order(both, 2, 0) == ["pytorch", "memkit", "memkit", "pytorch"]
+    assert workloads.run_order(both, 2, 3) == ["memkit", "pytorch", "pytorch", "memkit"]
+    three = ["pytorch", "expandable", "memkit"]
+    assert workloads.run_order(three, 1, 1) == ["memkit", "expandable", "pytorch"]
+    # With an even count of repeats every allocator has each place equally often.
+    for i in range(4):
+        order = workloads.run_order(both, 2, i)
+        assert sorted(order[0::2]) == sorted(both) and sorted(order[1::2]) == sorted(both)
