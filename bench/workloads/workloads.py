@@ -11,7 +11,8 @@ allocation traces and compared under three allocators on a CUDA GPU.
         compare runs it (run_steps), warm-up and timed steps alike.
     workloads.py compare --lib libmemkit_torch.so [--loops L...] [--warmup 10]
                          [--steps 25] [--repeats 1] [--allocators A...] [--json F]
-        Runs each loop in its own process under each allocator: `pytorch` (PyTorch's
+        Runs each loop in its own process under each allocator (in the order given,
+        reversed every other loop and repeat: run_order): `pytorch` (PyTorch's
         default caching allocator), `expandable` (PyTorch with
         expandable_segments:True) and `memkit` (libmemkit_torch.so through
         CUDAPluggableAllocator, its defaults; `memkit:policy=P,arena_slack=F,lib=PATH`
