@@ -46,6 +46,7 @@ struct replay_settings {
   std::uint32_t device_lag = 0;
   std::uint64_t lag_seed = 0;
   bool min_capacity = false;
+  bool at_peak = false;
   bool json = false;
   bool validate = false;
   std::string html_path;
@@ -201,6 +202,17 @@ void print_table(const trace::report_section& section) {
     line("peak live", mib(result.peak_live_bytes) + " (the whole trace's; not reached)");
     line("peak reserved", mib(result.peak_reserved_bytes) + " (until the failure)");
   }
+  if (section.at_peak) {
+    const trace::peak_breakdown& p = *section.at_peak;
+    line("at peak reserved", "line " + std::to_string(p.line) + ", step " + std::to_string(p.step) +
+                                 ": " + mib(p.reserved_bytes) + " for " + mib(p.live_bytes) +
+                                 " live");
+    line("", "small segments " + mib(p.small_segment_bytes) + " (" + mib(p.small_block_bytes) +
+                 " in live blocks)");
+    line("", "elsewhere " + mib(p.other_bytes) + " (" + mib(p.other_block_bytes) +
+                 " in live blocks, " + mib(p.partial_page_bytes) + " free on pages they touch, " +
+                 mib(p.untouched_page_bytes) + " on pages none touches)");
+  }
   if (section.min_capacity) {
     line("min capacity", times_live(section.min_capacity->min_capacity_bytes) + "  (" +
                              std::to_string(section.min_capacity->probes) + " replays)");
@@ -335,6 +347,10 @@ void run_replay(const replay_settings& settings) {
             bar.update(probe / expected_probes, mib(low) + " .. " + mib(high));
           });
     }
+    if (settings.at_peak) {
+      progress_bar bar("at peak " + printable(trace->name));
+      section.at_peak = trace::calculate_peak_breakdown(*trace, options);
+    }
     if (!settings.html_path.empty()) {
       progress_bar bar("report " + printable(trace->name));
       trace::replay_options watched = options;
@@ -431,6 +447,9 @@ void add_replay_command(CLI::App& app) {
                       "(0: every event lags the same)");
   command->add_flag("--min-capacity", settings->min_capacity,
                     "also find the smallest capacity (1 MiB steps) the trace runs in");
+  command->add_flag("--at-peak", settings->at_peak,
+                    "also break the reserved bytes down at their peak: small segments, live "
+                    "blocks, partly used and untouched pages");
   command->add_flag("--json", settings->json, "print JSON (an array for several traces)");
   command->add_option("--html", settings->html_path, "write a self-contained HTML report");
   command->add_option("--pytorch-snapshot", settings->snapshot_path,

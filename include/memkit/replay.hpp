@@ -135,6 +135,30 @@ replay_observation observe(const trace_data& trace, const replay_options& option
 // address and are left out.
 allocator_history record_history(const trace_data& trace, const replay_options& options);
 
+// Where the reserved bytes lie at their peak (memkit replay --at-peak): in the small
+// pool's segments, or elsewhere (the arena's mapped pages, or large segments), each with
+// the allocator's live blocks there; elsewhere split further by pages (of the device's
+// granularity) that no live block touches and the free bytes of pages one does.
+//   reserved_bytes == small_segment_bytes + other_bytes
+//   other_bytes == other_block_bytes + partial_page_bytes + untouched_page_bytes
+struct peak_breakdown {
+  std::uint64_t event = 0;  // index of the event after which reserved first peaked
+  std::uint64_t line = 0;   // its trace line
+  std::uint64_t step = 0;   // step markers before it (0: none, or before the first)
+  std::size_t reserved_bytes = 0;
+  std::size_t live_bytes = 0;            // the trace's requested bytes live then
+  std::size_t small_segment_bytes = 0;   // the small pool's segments
+  std::size_t small_block_bytes = 0;     // live blocks in them
+  std::size_t other_bytes = 0;           // the rest of reserved_bytes
+  std::size_t other_block_bytes = 0;     // live blocks there
+  std::size_t partial_page_bytes = 0;    // free bytes of pages a live block touches
+  std::size_t untouched_page_bytes = 0;  // pages no live block touches (idle, free)
+};
+
+// Replays the trace (not timed) and breaks the reserved bytes down at the event after
+// which they first peaked; a run that ran out of memory, at its peak until then.
+peak_breakdown calculate_peak_breakdown(const trace_data& trace, const replay_options& options);
+
 struct min_capacity_result {
   std::size_t min_capacity_bytes = 0;  // the smallest capacity, in MiB steps, that ran
   std::size_t failed_below_bytes = 0;  // min_capacity_bytes - 1 MiB: known to fail

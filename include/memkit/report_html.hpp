@@ -19,6 +19,7 @@ struct report_section {
   replay_result result;
   replay_observation observation;
   std::optional<min_capacity_result> min_capacity;
+  std::optional<peak_breakdown> at_peak;
 };
 
 // The page. Elements the script fills, for tests: #timeline-<i> and #segments-<i> get

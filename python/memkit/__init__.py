@@ -93,14 +93,15 @@ def _path(value, function, name):
 
 def replay(path, *, backend="sim", policy=None, capacity=None, granularity=None,
            arena_slack=None, plan_loops=None, device_lag=0, lag_seed=0,
-           min_capacity=False, validate=False, html=None, pytorch_snapshot=None):
+           min_capacity=False, at_peak=False, validate=False, html=None, pytorch_snapshot=None):
     """Replays an allocation trace (memkit CSV, RMM log or PyTorch snapshot JSON; gzip or
     plain) through the allocator on the simulated device (or "cpu") and returns what
     ``memkit replay --json`` prints: a dict, or a list of them when ``path`` is a list.
 
     The options are the command's: policy, capacity and granularity (sim, bytes),
     arena_slack, plan_loops, device_lag and lag_seed (sim), min_capacity (also find
-    the smallest capacity the trace runs in), validate, html (write the report there),
+    the smallest capacity the trace runs in), at_peak (also break the reserved bytes
+    down at their peak), validate, html (write the report there),
     pytorch_snapshot (write the replay there as a PyTorch memory snapshot, the pickle
     torch.cuda._memory_viz opens; trace i is device i).
     None takes the command's default. A trace that runs out of memory gives
@@ -124,7 +125,7 @@ def replay(path, *, backend="sim", policy=None, capacity=None, granularity=None,
         arena_slack=defaults["arena_slack"] if arena_slack is None else arena_slack,
         plan_loops=defaults["plan_loops"] if plan_loops is None else plan_loops,
         device_lag=device_lag, lag_seed=lag_seed, min_capacity=min_capacity,
-        validate=validate, html=html_path is not None, pytorch_snapshot=snapshot_path or "")
+        at_peak=at_peak, validate=validate, html=html_path is not None, pytorch_snapshot=snapshot_path or "")
     if html_path is not None:
         with open(html_path, "w", encoding="utf-8") as f:
             f.write(page)

@@ -280,8 +280,8 @@ std::pair<std::string, std::string> replay(const std::vector<std::string>& paths
                                            std::size_t capacity, std::size_t granularity,
                                            double arena_slack, bool plan_loops,
                                            std::uint32_t device_lag, std::uint64_t lag_seed,
-                                           bool min_capacity, bool validate, bool html,
-                                           const std::string& snapshot_path) {
+                                           bool min_capacity, bool at_peak, bool validate,
+                                           bool html, const std::string& snapshot_path) {
   const char* function = "memkit.replay";
   memkit::trace::replay_options options;
   if (backend == "cpu") {
@@ -325,6 +325,7 @@ std::pair<std::string, std::string> replay(const std::vector<std::string>& paths
       section.min_capacity = memkit::trace::find_min_capacity(
           *trace, options, section.result.peak_live_bytes, section.result.peak_reserved_bytes);
     }
+    if (at_peak) section.at_peak = memkit::trace::calculate_peak_breakdown(*trace, options);
     if (html) section.observation = memkit::trace::observe(*trace, options);
     out.push_back(memkit::reports::replay_json(section));
     sections.push_back(std::move(section));
@@ -563,8 +564,8 @@ PYBIND11_MODULE(_memkit, m) {
   });
   m.def("replay", &replay, py::arg("paths"), py::kw_only(), py::arg("backend"), py::arg("policy"),
         py::arg("capacity"), py::arg("granularity"), py::arg("arena_slack"), py::arg("plan_loops"),
-        py::arg("device_lag"), py::arg("lag_seed"), py::arg("min_capacity"), py::arg("validate"),
-        py::arg("html"), py::arg("pytorch_snapshot"));
+        py::arg("device_lag"), py::arg("lag_seed"), py::arg("min_capacity"), py::arg("at_peak"),
+        py::arg("validate"), py::arg("html"), py::arg("pytorch_snapshot"));
   m.def("replay_defaults", [] {
     const memkit::trace::replay_options replay_defaults;
     py::dict out;

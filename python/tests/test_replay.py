@@ -26,6 +26,7 @@ def test_small_trace(traces):
 @pytest.mark.parametrize("arguments, flags", [
     ({}, []),
     ({"min_capacity": True}, ["--min-capacity"]),
+    ({"at_peak": True}, ["--at-peak"]),
     ({"policy": "segments", "arena_slack": 0}, ["--policy", "segments", "--arena-slack", "0"]),
     ({"device_lag": 3, "lag_seed": 7}, ["--device-lag", "3", "--lag-seed", "7"]),
     ({"backend": "cpu"}, ["--backend", "cpu"]),

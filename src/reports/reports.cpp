@@ -127,6 +127,20 @@ nlohmann::json replay_json(const trace::report_section& section) {
         ratio(section.min_capacity->min_capacity_bytes, result.peak_live_bytes);
     out["min_capacity_probes"] = section.min_capacity->probes;
   }
+  if (section.at_peak) {
+    const trace::peak_breakdown& p = *section.at_peak;
+    out["at_peak"] = {{"event", p.event},
+                      {"line", p.line},
+                      {"step", p.step},
+                      {"reserved_bytes", p.reserved_bytes},
+                      {"live_bytes", p.live_bytes},
+                      {"small_segment_bytes", p.small_segment_bytes},
+                      {"small_block_bytes", p.small_block_bytes},
+                      {"other_bytes", p.other_bytes},
+                      {"other_block_bytes", p.other_block_bytes},
+                      {"partial_page_bytes", p.partial_page_bytes},
+                      {"untouched_page_bytes", p.untouched_page_bytes}};
+  }
   if (const auto reserved = metadata_bytes(trace, "pytorch_peak_reserved")) {
     out["pytorch_peak_reserved_bytes"] = *reserved;
     out["pytorch_reserved_over_live"] = ratio(*reserved, result.peak_live_bytes);

@@ -441,6 +441,71 @@ replay_observation observe(const trace_data& trace, const replay_options& option
   return observation;
 }
 
+namespace {
+
+// The breakdown of what the allocator reserves now (see peak_breakdown).
+void break_down(const allocator& memory, peak_breakdown& out) {
+  const std::size_t page = std::max<std::size_t>(memory.get_backend().get_facts().granularity, 1);
+  out.reserved_bytes = memory.get_statistics().reserved_bytes;
+  out.small_segment_bytes = out.small_block_bytes = out.other_bytes = 0;
+  out.other_block_bytes = out.partial_page_bytes = out.untouched_page_bytes = 0;
+  for (const segment_view& view : memory.calculate_segments()) {
+    std::size_t live = 0;
+    std::size_t touched = 0;    // pages of the view a live block touches
+    std::size_t next_page = 0;  // blocks come by address: pages below are counted
+    for (const block_view& b : view.blocks) {
+      if (!b.live || b.size == 0) continue;
+      live += b.size;
+      const std::size_t first_page = std::max(b.offset / page, next_page);
+      const std::size_t end_page = (b.offset + b.size - 1) / page + 1;
+      if (end_page > first_page) touched += end_page - first_page;
+      next_page = std::max(next_page, end_page);
+    }
+    if (view.small) {
+      out.small_segment_bytes += view.size;
+      out.small_block_bytes += live;
+      continue;
+    }
+    const std::size_t touched_bytes = std::min(view.size, touched * page);
+    out.other_bytes += view.size;
+    out.other_block_bytes += live;
+    out.partial_page_bytes += touched_bytes - std::min(touched_bytes, live);
+    out.untouched_page_bytes += view.size - touched_bytes;
+  }
+}
+
+}  // namespace
+
+peak_breakdown calculate_peak_breakdown(const trace_data& trace, const replay_options& options) {
+  peak_breakdown found;
+  replay_setup setup = make_setup(trace, options, calculate_peak_live(trace));
+  std::vector<address_t> addresses(trace.allocations);
+  std::vector<std::size_t> sizes(trace.allocations);
+  std::size_t live = 0;
+  replay_result result;
+  const allocator& memory = *setup.memory;
+  // Reserved bytes grow by whole segments and pages: a new peak comes at most once a
+  // page, and each is broken down as it comes (the last one stands).
+  run_events(trace, setup, addresses, 0, trace.events.size(), result, [&](std::uint64_t index) {
+    const event& e = trace.events[index];
+    if (e.kind == action::allocate) {
+      sizes[e.block] = e.size;
+      live += e.size;
+    } else {
+      live -= sizes[e.block];
+    }
+    if (memory.get_statistics().reserved_bytes <= found.reserved_bytes) return;
+    break_down(memory, found);
+    found.event = index;
+    found.line = e.line;
+    found.live_bytes = live;
+    found.step = static_cast<std::uint64_t>(
+        std::upper_bound(trace.step_starts.begin(), trace.step_starts.end(), index) -
+        trace.step_starts.begin());
+  });
+  return found;
+}
+
 allocator_history record_history(const trace_data& trace, const replay_options& options) {
   allocator_history history;
   replay_setup setup = make_setup(trace, options, calculate_peak_live(trace), true);

@@ -106,6 +106,26 @@ TEST(trace_replay, block_above_the_largest_buffer_is_an_out_of_memory) {
       << result.failure;
 }
 
+TEST(trace_replay, the_peak_breakdown_says_where_reserved_bytes_lie) {
+  // 3 MiB and 2.5 MiB in the arena (pages 0-2, the second's last page half used), 4 KiB
+  // in a small segment; the first block's free later sets no new peak.
+  const trace_data trace =
+      parse("a,0,3145728,0\na,1,4096,0\na,2,2621440,0\nf,0\na,3,1048576,0\n", "peak.csv");
+  const peak_breakdown p = calculate_peak_breakdown(trace, {});
+  EXPECT_EQ(p.line, 3u);
+  EXPECT_EQ(p.step, 0u);
+  EXPECT_EQ(p.live_bytes, 3145728u + 4096u + 2621440u);
+  EXPECT_EQ(p.reserved_bytes, p.small_segment_bytes + p.other_bytes);
+  EXPECT_EQ(p.other_bytes, p.other_block_bytes + p.partial_page_bytes + p.untouched_page_bytes);
+  EXPECT_EQ(p.small_segment_bytes, 2 * kMiB);
+  EXPECT_EQ(p.small_block_bytes, 4096u);
+  EXPECT_EQ(p.other_bytes, 6 * kMiB);
+  EXPECT_EQ(p.other_block_bytes, 3145728u + 2621440u);
+  EXPECT_EQ(p.partial_page_bytes, kMiB / 2);
+  EXPECT_EQ(p.untouched_page_bytes, 0u);
+  EXPECT_EQ(p.reserved_bytes, replay(trace, {}).peak_reserved_bytes);
+}
+
 TEST(trace_replay, min_capacity_is_between_peak_live_and_peak_reserved_and_tight) {
   const trace_data trace = synthetic_trace(7, 400);
   const replay_result free_run = replay(trace, {});
