@@ -34,10 +34,6 @@ class Range:
         self.users = {}  # page -> live blocks touching it
         self.parts = {}  # first or last page of a live block -> [(start, end)] within it
 
-    def occupancy(self, p):
-        """The byte intervals (offsets within page p) that live blocks cover."""
-        return self.parts.get(p, [])
-
     def note(self, offset, size, sign):
         """Live blocks' parts on their first and last pages (inner pages are whole)."""
         for p in {offset // self.page, (offset + size - 1) // self.page}:

@@ -125,7 +125,8 @@ def replay(path, *, backend="sim", policy=None, capacity=None, granularity=None,
         arena_slack=defaults["arena_slack"] if arena_slack is None else arena_slack,
         plan_loops=defaults["plan_loops"] if plan_loops is None else plan_loops,
         device_lag=device_lag, lag_seed=lag_seed, min_capacity=min_capacity,
-        at_peak=at_peak, validate=validate, html=html_path is not None, pytorch_snapshot=snapshot_path or "")
+        at_peak=at_peak, validate=validate, html=html_path is not None,
+        pytorch_snapshot=snapshot_path or "")
     if html_path is not None:
         with open(html_path, "w", encoding="utf-8") as f:
             f.write(page)
