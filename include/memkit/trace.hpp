@@ -110,4 +110,24 @@ format detect_format(std::string_view text) noexcept;
 // The largest sum of requested bytes live at once: the physical floor.
 std::size_t calculate_peak_live(const trace_data& trace);
 
+// The trace's requested bytes live, followed through its events in order.
+class live_bytes_counter {
+ public:
+  explicit live_bytes_counter(const trace_data& trace) : sizes_(trace.allocations) {}
+  // Counts event e; returns the bytes live after it.
+  std::size_t count(const event& e) {
+    if (e.kind == action::allocate) {
+      sizes_[e.block] = e.size;
+      live_ += e.size;
+    } else {
+      live_ -= sizes_[e.block];
+    }
+    return live_;
+  }
+
+ private:
+  std::vector<std::size_t> sizes_;  // requested bytes of each block seen allocated
+  std::size_t live_ = 0;
+};
+
 }  // namespace memkit::trace

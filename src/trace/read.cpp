@@ -827,18 +827,9 @@ const std::vector<frame>& trace_data::get_stack(std::uint64_t block) const noexc
 }
 
 std::size_t calculate_peak_live(const trace_data& trace) {
-  std::vector<std::size_t> sizes(trace.allocations);
-  std::size_t live = 0;
+  live_bytes_counter live(trace);
   std::size_t peak = 0;
-  for (const event& e : trace.events) {
-    if (e.kind == action::allocate) {
-      sizes[e.block] = e.size;
-      live += e.size;
-      peak = std::max(peak, live);
-    } else {
-      live -= sizes[e.block];
-    }
-  }
+  for (const event& e : trace.events) peak = std::max(peak, live.count(e));
   return peak;
 }
 

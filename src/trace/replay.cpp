@@ -408,20 +408,14 @@ class history_recorder {
 replay_observation observe(const trace_data& trace, const replay_options& options) {
   replay_observation observation;
   const std::uint64_t total = trace.events.size();
-  std::vector<std::size_t> sizes(trace.allocations);
-  std::size_t live = 0;
+  live_bytes_counter live_bytes(trace);
   std::size_t last_reserved = 0;
   replay_setup setup = make_setup(trace, options, calculate_peak_live(trace), true);
   const allocator& memory = *setup.memory;
   history_recorder recorder(trace, setup, observation.history);
   const replay_result result = recorder.run(total, [&](std::uint64_t index) {
     const event& e = trace.events[index];
-    if (e.kind == action::allocate) {
-      sizes[e.block] = e.size;
-      live += e.size;
-    } else {
-      live -= sizes[e.block];
-    }
+    const std::size_t live = live_bytes.count(e);
     const std::size_t reserved = memory.get_statistics().reserved_bytes;
     if (reserved != last_reserved) {
       observation.reserved_changes.emplace_back(index, reserved);
@@ -480,20 +474,14 @@ peak_breakdown calculate_peak_breakdown(const trace_data& trace, const replay_op
   peak_breakdown found;
   replay_setup setup = make_setup(trace, options, calculate_peak_live(trace));
   std::vector<address_t> addresses(trace.allocations);
-  std::vector<std::size_t> sizes(trace.allocations);
-  std::size_t live = 0;
+  live_bytes_counter live_bytes(trace);
   replay_result result;
   const allocator& memory = *setup.memory;
   // Reserved bytes grow by whole segments and pages: a new peak comes at most once a
   // page, and each is broken down as it comes (the last one stands).
   run_events(trace, setup, addresses, 0, trace.events.size(), result, [&](std::uint64_t index) {
     const event& e = trace.events[index];
-    if (e.kind == action::allocate) {
-      sizes[e.block] = e.size;
-      live += e.size;
-    } else {
-      live -= sizes[e.block];
-    }
+    const std::size_t live = live_bytes.count(e);
     if (memory.get_statistics().reserved_bytes <= found.reserved_bytes) return;
     break_down(memory, found);
     found.event = index;
