@@ -29,6 +29,7 @@
 //             large blocks are placed in one reserved range 8x the device's
 //             memory; a page is mapped while a live block touches it:
 //               users(page) == live blocks touching it;  users > 0 => mapped
+//               page strictly inside a block => users == 1 (only the end pages are shared)
 //               reserved pages == mapped pages (+ pages in flight)
 //             a page left without users stays mapped (idle; released LRU); it
 //             moves under a new block (the highest idle pages first) only once its

@@ -416,14 +416,13 @@ void arena::find_victims(std::uint32_t first, std::uint32_t last, queue_id queue
         j = first > from ? pages_.find_idle_below(first - 1, from) : page_map::kNone;
         continue;
       }
-      const page_map::page& p = pages_.get(j);
       // Its place becomes a shadow, which a later block there unmaps, and unmapping
       // is not ordered on any queue: the work that used the page must be complete,
       // even on this very queue.
-      if (fences_.is_safe(p.queue, p.free_serial))
+      if (fences_.is_safe(pages_.get_queue(j), pages_.get_free_serial(j)))
         stolen.push_back(j);
-      else if (p.queue == queue)
-        waiting.push_back(p.free_serial);
+      else if (pages_.get_queue(j) == queue)
+        waiting.push_back(pages_.get_free_serial(j));
       if (stolen.size() >= wanted) return false;
       j = j > from ? pages_.find_idle_below(j - 1, from) : page_map::kNone;
     }
@@ -509,7 +508,8 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
     page_map::page& p = pages_.at(i);
     const bool needs_page = !p.physical && !p.busy;
     // Only a request that maps or waits can be cancelled.
-    if (p.users == 0 && p.physical) r.was_idle.push_back({i, p.queue, p.free_serial});
+    if (pages_.get_users(i) == 0 && p.physical)
+      r.was_idle.push_back({i, pages_.get_queue(i), pages_.get_free_serial(i)});
     pages_.add_user(i);
     if (!needs_page) continue;
     pages_.set_busy(i, true);
@@ -632,9 +632,9 @@ std::uint32_t arena::find_reclaimable_home(std::uint32_t i, std::uint32_t first,
                                            std::uint32_t last) const {
   const std::uint32_t h = find_home(i);
   if (h == page_map::kNone || (h >= first && h <= last)) return page_map::kNone;
-  const page_map::page& home = pages_.get(h);
   // Complete, as for a steal: the home becomes a shadow, which may be unmapped.
-  const bool reclaimable = home.idle && !home.busy && fences_.is_safe(home.queue, home.free_serial);
+  const bool reclaimable = pages_.is_idle(h) && !pages_.get(h).busy &&
+                           fences_.is_safe(pages_.get_queue(h), pages_.get_free_serial(h));
   return reclaimable ? h : page_map::kNone;
 }
 
@@ -652,17 +652,14 @@ std::uint32_t arena::find_home(std::uint32_t i) const {
 }
 
 void arena::reclaim(std::uint32_t i, std::uint32_t h) {
-  page_map::page& p = pages_.at(i);
-  page_map::page& home = pages_.at(h);
-  const page_id physical = p.shadow;
+  const page_id physical = pages_.get(i).shadow;
   pages_.set_idle(h, false);
   pages_.set_physical(h, 0);
   pages_.set_shadow(h, physical, i);
   pages_.set_shadow(i, 0, page_map::kNone);
   pages_.set_physical(i, physical);
   // The physical page's last use, for the fences that guard it.
-  p.queue = home.queue;
-  p.free_serial = home.free_serial;
+  pages_.set_last_use(i, pages_.get_queue(h), pages_.get_free_serial(h));
 }
 
 void arena::undo_reclaims(request& r) {
@@ -681,13 +678,12 @@ void arena::undo_reclaims(request& r) {
 void arena::restore_victims(request& r) {
   for (const page_plan& p : r.pages) {
     if (p.stolen_from == page_map::kNone) continue;
-    page_map::page& victim = pages_.at(p.stolen_from);
     pages_.set_shadow(p.stolen_from, 0, page_map::kNone);
     pages_.set_busy(p.stolen_from, false);
     pages_.set_physical(p.stolen_from, p.physical);
     // After a failed mapping, a block placed over it meanwhile (waiting while it was
     // busy) may use it: then it is not idle.
-    if (victim.users == 0) pages_.set_idle(p.stolen_from, true);
+    if (pages_.get_users(p.stolen_from) == 0) pages_.set_idle(p.stolen_from, true);
     mapped_pages_++;
     held_unmapped_--;
   }
@@ -702,10 +698,8 @@ void arena::cancel(request& r) {
   pool_of(b).give_back(b, serial);
   pages_.remove_users(first, last, r.previous_queue, serial);
   for (const request::idle_page& was : r.was_idle) {
-    page_map::page& p = pages_.at(was.index);
-    if (p.users > 0 || !p.physical) continue;
-    p.queue = was.queue;
-    p.free_serial = was.free_serial;
+    if (pages_.get_users(was.index) > 0 || !pages_.get(was.index).physical) continue;
+    pages_.set_last_use(was.index, was.queue, was.free_serial);
   }
   r.was_idle.clear();
   r.b = nullptr;
@@ -753,8 +747,7 @@ bool arena::is_mapped(const block* b) const {
 std::size_t arena::calculate_releasable() const {
   std::size_t pages = 0;
   pages_.visit_idle([&](std::uint32_t j) {
-    const page_map::page& p = pages_.get(j);
-    if (fences_.is_safe(p.queue, p.free_serial)) ++pages;
+    if (fences_.is_safe(pages_.get_queue(j), pages_.get_free_serial(j))) ++pages;
   });
   return pages * page_size_;
 }
@@ -762,9 +755,8 @@ std::size_t arena::calculate_releasable() const {
 std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) const {
   std::vector<std::uint64_t> waiting;
   pages_.visit_idle([&](std::uint32_t j) {
-    const page_map::page& p = pages_.get(j);
-    if (p.queue == queue && !fences_.is_safe(p.queue, p.free_serial))
-      waiting.push_back(p.free_serial);
+    if (pages_.get_queue(j) == queue && !fences_.is_safe(queue, pages_.get_free_serial(j)))
+      waiting.push_back(pages_.get_free_serial(j));
   });
   return serial_freeing(waiting, pages);
 }
@@ -785,8 +777,9 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
     }
   }
   visit_idle_by_age([&](std::uint32_t j) {
-    page_map::page& p = pages_.at(j);
-    if (fences_.is_safe(p.queue, p.free_serial) && !kept.contains(p.physical)) {
+    const page_map::page& p = pages_.at(j);
+    if (fences_.is_safe(pages_.get_queue(j), pages_.get_free_serial(j)) &&
+        !kept.contains(p.physical)) {
       const auto [from, to] = shadows.equal_range(p.physical);
       for (auto it = from; it != to; ++it) {
         out.push_back({it->second, 0, it->second});
@@ -857,13 +850,15 @@ void arena::validate(bool blocks_in_flight) const {
   std::vector<std::uint64_t> physical;
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
     const page_map::page& p = pages_.get(i);
-    check(p.users == users[i], "a page's user count differs from the live blocks on it");
+    const std::uint32_t users_now = pages_.get_users(i);
+    const bool idle_now = pages_.is_idle(i);
+    check(users_now == users[i], "a page's user count differs from the live blocks on it");
     // A block in flight may wait on a page whose mapping by another thread just
     // failed; it finds the page unmapped when it wakes and places itself again.
-    check(p.users == 0 || p.physical || p.busy || blocks_in_flight, "a live byte is not mapped");
-    check(p.idle == (p.physical && p.users == 0), "a page's idle mark is wrong");
-    check((pages_.find_idle_below(i, i) == i) == p.idle,
-          "the bitmap of idle pages disagrees with the pages");
+    check(users_now == 0 || p.physical || p.busy || blocks_in_flight, "a live byte is not mapped");
+    check(idle_now == (p.physical && users_now == 0), "a page's idle mark is wrong");
+    check(pages_.is_mapped(i) == (p.physical != 0),
+          "the bitmap of mapped pages disagrees with the pages");
     check(!p.physical || !p.shadow, "a mapped page has a shadow");
     shadow_count += p.shadow != 0;
     check(pages_.is_usable(i) == (p.physical && !p.busy),
@@ -872,7 +867,7 @@ void arena::validate(bool blocks_in_flight) const {
       ++mapped;
       physical.push_back(p.physical);
     }
-    idle += p.idle;
+    idle += idle_now;
   }
   std::sort(physical.begin(), physical.end());
   check(std::adjacent_find(physical.begin(), physical.end()) == physical.end(),

@@ -1,6 +1,7 @@
 // Pages of a reserved address range: which are mapped, how many live blocks touch
 // each, and the idle ones (mapped, untouched), in a bitmap, each stamped with when it
-// became idle: the hot path touches no page but the block's own.
+// became idle: the hot path touches no page but the block's own, and a block's inside
+// pages as runs of arrays and words of bitmaps.
 // Numbers only: physical pages are ids the caller got from its backend.
 #pragma once
 
@@ -18,22 +19,20 @@ class page_map {
  public:
   static constexpr page_index kNone = ~page_index{0};
 
+  // Where a page's memory is. What the hot path changes on every block (its users,
+  // and the last user's queue and serial once it is idle) lies in arrays of its own,
+  // so that a block of many pages updates them in runs and words.
   struct page {
-    page_id physical = 0;          // mapped physical page, 0 when unmapped
-    serial_t free_serial = 0;      // idle: when its last user was freed
-    std::uint64_t idle_since = 0;  // idle: when it became so (idle_events_ then)
+    page_id physical = 0;  // mapped physical page, 0 when unmapped
     // Unmapped here, but the device still maps a physical page here that now serves
     // another page (where it moved without an unmap): moving it back costs no call.
     page_id shadow = 0;              // that physical page; 0 when none (always, if mapped)
     page_index shadow_home = kNone;  // where it went (a hint: it may have moved since)
-    std::uint32_t users = 0;         // live blocks touching the page
-    queue_id queue = 0;              // idle: queue of its last user
     bool busy = false;               // being mapped or unmapped with the lock released
-    bool idle = false;               // mapped with no users (its bit in the idle bitmap is set)
   };
-  static_assert(sizeof(page) <= 48, "a page record fits in 48 bytes");
+  static_assert(sizeof(page) <= 24, "a page record fits in 24 bytes");
 
-  // Write physical and busy through set_physical / set_busy: they keep the bitmap.
+  // Write physical and busy through set_physical / set_busy: they keep the bitmaps.
   page& at(page_index i) {
     if (i >= pages_.size()) [[unlikely]]
       grow(i);
@@ -41,6 +40,7 @@ class page_map {
   }
   void set_physical(page_index i, page_id physical) {
     at(i).physical = physical;
+    set_bit(mapped_, i, physical != 0);
     update_usable(i);
   }
   void set_busy(page_index i, bool busy) {
@@ -115,60 +115,88 @@ class page_map {
   const page& get(page_index i) const { return pages_[i]; }
   page_index get_count() const { return static_cast<page_index>(pages_.size()); }
   std::uint32_t get_idle_count() const { return idle_count_; }
+  // Live blocks touching page i.
+  std::uint32_t get_users(page_index i) const { return users_[i]; }
+  // Mapped (busy or not); false past the last page.
+  bool is_mapped(page_index i) const {
+    return i < pages_.size() && (mapped_[i / 64] >> (i % 64) & 1);
+  }
+  // Mapped with no users (its bit in the idle bitmap); false past the last page.
+  bool is_idle(page_index i) const {
+    return i < pages_.size() && (idle_bits_[i / 64] >> (i % 64) & 1);
+  }
+  // While page i is idle: the queue of its last user and the serial of that free.
+  queue_id get_queue(page_index i) const { return queue_[i]; }
+  serial_t get_free_serial(page_index i) const { return free_serial_[i]; }
+  void set_last_use(page_index i, queue_id queue, serial_t serial) {
+    queue_[i] = queue;
+    free_serial_[i] = serial;
+  }
 
   void add_user(page_index i) {
-    page& p = pages_[i];
-    if (p.users++ == 0 && p.idle) set_idle(i, false);
+    if (users_[i]++ == 0 && is_idle(i)) set_idle(i, false);
   }
 
   // A page left with no users stays mapped, idle since `serial`. Returns whether it
   // became idle.
   bool remove_user(page_index i, queue_id queue, serial_t serial) {
-    page& p = pages_[i];
-    if (--p.users > 0 || !p.physical) return false;
-    p.queue = queue;
-    p.free_serial = serial;
+    if (--users_[i] > 0 || !pages_[i].physical) return false;
+    set_last_use(i, queue, serial);
     set_idle(i, true);
     return true;
   }
 
-  // add_user on every page of [first, last], one word of the idle bitmap at a time.
+  // The range forms below take the pages of one block, [first, last]: a page strictly
+  // inside lies wholly within the block, so no other live block touches it (its
+  // users go 0 -> 1 and back); only the end pages may be shared with neighbours.
+
+  // add_user on every page of the block: the end pages one by one, the inside ones
+  // as a run, the idle bitmap a word at a time (no page there is idle now).
   void add_users(page_index first, page_index last) {
+    ++users_[first];
+    if (last != first) ++users_[last];
+    if (last - first > 1) std::fill(users_.begin() + first + 1, users_.begin() + last, 1u);
     std::uint32_t left_idle = 0;
-    for (page_index i = first; i <= last; ++i) {
-      page& p = pages_[i];
-      left_idle += p.idle;
-      p.idle = false;
-      ++p.users;
-    }
     for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) {
+      left_idle += static_cast<std::uint32_t>(std::popcount(idle_bits_[w] & mask));
       idle_bits_[w] &= ~mask;
       return true;
     });
     idle_count_ -= left_idle;
   }
-  // remove_user on every page of [first, last]; whether any became idle.
+  // remove_user on every page of the block; whether any became idle. The inside pages
+  // that are mapped become idle together, stamped with one event.
   bool remove_users(page_index first, page_index last, queue_id queue, serial_t serial) {
-    std::uint64_t bits = 0;  // pages of the current word that became idle
-    bool any = false;
     const std::uint64_t since = ++idle_events_;  // ties: lowest page first
-    for (page_index i = first; i <= last; ++i) {
-      page& p = pages_[i];
-      if (--p.users == 0 && p.physical) {
-        p.queue = queue;
-        p.free_serial = serial;
-        p.idle = true;
-        p.idle_since = since;
-        bits |= std::uint64_t{1} << (i % 64);
-        ++idle_count_;
-        any = true;
-      }
-      if (i % 64 == 63 || i == last) {
-        idle_bits_[i / 64] |= bits;
-        bits = 0;
+    const std::uint32_t idle_before = idle_count_;
+    auto end_page = [&](page_index i) {
+      if (--users_[i] > 0 || !pages_[i].physical) return;
+      set_bit(idle_bits_, i, true);
+      mark_idle(i, queue, serial, since);
+      ++idle_count_;
+    };
+    end_page(first);
+    if (last != first) end_page(last);
+    if (last - first > 1) {
+      const page_index inside = first + 1;  // the inside pages: [inside, last)
+      std::fill(users_.begin() + inside, users_.begin() + last, 0u);
+      std::uint32_t idled = 0;
+      for_each_word(inside, last - 1, [&](std::size_t w, std::uint64_t mask) {
+        idle_bits_[w] |= mapped_[w] & mask;
+        idled += static_cast<std::uint32_t>(std::popcount(mapped_[w] & mask));
+        return true;
+      });
+      idle_count_ += idled;
+      if (idled == last - inside) {  // usually every page is mapped: one run
+        std::fill(queue_.begin() + inside, queue_.begin() + last, queue);
+        std::fill(free_serial_.begin() + inside, free_serial_.begin() + last, serial);
+        std::fill(idle_since_.begin() + inside, idle_since_.begin() + last, since);
+      } else {
+        for (page_index i = inside; i < last; ++i)
+          if (pages_[i].physical) mark_idle(i, queue, serial, since);
       }
     }
-    return any;
+    return idle_count_ != idle_before;
   }
 
   // Calls visit(i) for each idle page, lowest first (a scan of the idle bitmap).
@@ -185,7 +213,7 @@ class page_map {
   std::vector<page_index> calculate_idle_by_age() const {
     std::vector<std::pair<std::uint64_t, page_index>> aged;
     aged.reserve(idle_count_);
-    visit_idle([&](page_index i) { aged.emplace_back(pages_[i].idle_since, i); });
+    visit_idle([&](page_index i) { aged.emplace_back(idle_since_[i], i); });
     std::sort(aged.begin(), aged.end());
     std::vector<page_index> order;
     order.reserve(aged.size());
@@ -210,14 +238,11 @@ class page_map {
 
   // Marks page i idle or not (it must not be so already).
   void set_idle(page_index i, bool idle) {
-    pages_[i].idle = idle;
-    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+    set_bit(idle_bits_, i, idle);
     if (idle) {
-      idle_bits_[i / 64] |= bit;
-      pages_[i].idle_since = ++idle_events_;
+      idle_since_[i] = ++idle_events_;
       ++idle_count_;
     } else {
-      idle_bits_[i / 64] &= ~bit;
       --idle_count_;
     }
   }
@@ -225,7 +250,12 @@ class page_map {
  private:
   [[gnu::noinline]] void grow(page_index i) {
     pages_.resize(i + 1);
+    users_.resize(i + 1);
+    queue_.resize(i + 1);
+    free_serial_.resize(i + 1);
+    idle_since_.resize(i + 1);
     usable_.resize(i / 64 + 1);
+    mapped_.resize(i / 64 + 1);
     idle_bits_.resize(i / 64 + 1);
   }
 
@@ -241,20 +271,32 @@ class page_map {
     }
   }
 
-  void update_usable(page_index i) {
+  void mark_idle(page_index i, queue_id queue, serial_t serial, std::uint64_t since) {
+    set_last_use(i, queue, serial);
+    idle_since_[i] = since;
+  }
+  static void set_bit(std::vector<std::uint64_t>& bits, page_index i, bool on) {
     const std::uint64_t bit = std::uint64_t{1} << (i % 64);
-    if (pages_[i].physical != 0 && !pages_[i].busy)
-      usable_[i / 64] |= bit;
+    if (on)
+      bits[i / 64] |= bit;
     else
-      usable_[i / 64] &= ~bit;
+      bits[i / 64] &= ~bit;
+  }
+  void update_usable(page_index i) {
+    set_bit(usable_, i, pages_[i].physical != 0 && !pages_[i].busy);
   }
 
   std::vector<page> pages_;
-  std::vector<std::uint64_t> usable_;     // bit i: page i is mapped and not busy
-  std::vector<std::uint64_t> idle_bits_;  // bit i: page i is idle
-  std::size_t shadow_count_ = 0;          // pages with a shadow
-  std::uint32_t idle_count_ = 0;          // idle pages (bits set)
-  std::uint64_t idle_events_ = 0;         // calls that left pages idle, ever
+  std::vector<std::uint32_t> users_;       // live blocks touching each page
+  std::vector<queue_id> queue_;            // idle: queue of its last user
+  std::vector<serial_t> free_serial_;      // idle: when its last user was freed
+  std::vector<std::uint64_t> idle_since_;  // idle: when it became so (idle_events_ then)
+  std::vector<std::uint64_t> usable_;      // bit i: page i is mapped and not busy
+  std::vector<std::uint64_t> mapped_;      // bit i: page i is mapped (busy or not)
+  std::vector<std::uint64_t> idle_bits_;   // bit i: page i is idle
+  std::size_t shadow_count_ = 0;           // pages with a shadow
+  std::uint32_t idle_count_ = 0;           // idle pages (bits set)
+  std::uint64_t idle_events_ = 0;          // calls that left pages idle, ever
 };
 
 }  // namespace memkit::placement

@@ -78,14 +78,14 @@ TEST(page_map, the_highest_idle_page_below_a_bound_agrees_with_the_pages) {
       if (rng() % 2) pages.remove_user(i, 0, i);  // idle now
     }
     for (std::uint32_t i = 0; i < count; ++i) {
-      if (pages.get(i).idle && rng() % 4 == 0) pages.add_user(i);  // taken again
+      if (pages.is_idle(i) && rng() % 4 == 0) pages.add_user(i);  // taken again
     }
     for (int probe = 0; probe < 200; ++probe) {
       const auto from = static_cast<std::uint32_t>(rng() % (count + 70));
       const auto to = static_cast<std::uint32_t>(from + rng() % 140);
       std::uint32_t expected = page_map::kNone;
       for (std::uint32_t i = std::min(to, count - 1) + 1; i-- > from;) {
-        if (i < count && pages.get(i).idle) {
+        if (i < count && pages.is_idle(i)) {
           expected = i;
           break;
         }
@@ -97,7 +97,9 @@ TEST(page_map, the_highest_idle_page_below_a_bound_agrees_with_the_pages) {
 
 // add_users and remove_users over a block's pages do what add_user and remove_user do
 // page by page (the hot path takes the range form): the same marks, idle count and
-// bitmap, across word boundaries and over pages shared with neighbouring blocks.
+// bitmap, across word boundaries and over end pages shared with neighbouring blocks.
+// Blocks are byte ranges that do not overlap (a page in quarters here), as in the
+// arena: a page strictly inside one is touched by no other.
 TEST(page_map, users_added_and_removed_over_a_range_match_page_by_page) {
   std::mt19937_64 rng(17);
   for (int round = 0; round < 50; ++round) {
@@ -109,34 +111,46 @@ TEST(page_map, users_added_and_removed_over_a_range_match_page_by_page) {
       by_range.set_physical(i, physical);
       by_page.set_physical(i, physical);
     }
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> live;
+    std::vector<bool> used(std::size_t{count} * 4, false);      // quarters of pages
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> live;  // blocks, in quarters
     for (int op = 0; op < 200; ++op) {
       if (live.empty() || rng() % 2) {
-        const auto first = static_cast<std::uint32_t>(rng() % count);
-        const auto last =
-            std::min<std::uint32_t>(count - 1, first + static_cast<std::uint32_t>(rng() % 130));
+        const auto start = static_cast<std::uint32_t>(rng() % used.size());
+        const auto end =
+            std::min<std::uint32_t>(static_cast<std::uint32_t>(used.size()),
+                                    start + 1 + static_cast<std::uint32_t>(rng() % 520));
+        if (std::find(used.begin() + start, used.begin() + end, true) != used.begin() + end)
+          continue;  // not free
+        std::fill(used.begin() + start, used.begin() + end, true);
+        const std::uint32_t first = start / 4;
+        const std::uint32_t last = (end - 1) / 4;
         by_range.add_users(first, last);
         for (std::uint32_t i = first; i <= last; ++i) by_page.add_user(i);
-        live.emplace_back(first, last);
+        live.emplace_back(start, end);
       } else {
         const std::size_t k = rng() % live.size();
-        const auto [first, last] = live[k];
+        const auto [start, end] = live[k];
         live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+        std::fill(used.begin() + start, used.begin() + end, false);
+        const std::uint32_t first = start / 4;
+        const std::uint32_t last = (end - 1) / 4;
         const auto serial = static_cast<serial_t>(op);
+        const queue_id queue = static_cast<queue_id>(op % 3);
         bool idled = false;
-        for (std::uint32_t i = first; i <= last; ++i) idled |= by_page.remove_user(i, 1, serial);
-        ASSERT_EQ(by_range.remove_users(first, last, 1, serial), idled);
+        for (std::uint32_t i = first; i <= last; ++i)
+          idled |= by_page.remove_user(i, queue, serial);
+        ASSERT_EQ(by_range.remove_users(first, last, queue, serial), idled);
       }
       ASSERT_EQ(by_range.get_idle_count(), by_page.get_idle_count());
       for (std::uint32_t i = 0; i < count; ++i) {
-        const page_map::page& a = by_range.get(i);
-        const page_map::page& b = by_page.get(i);
-        ASSERT_EQ(a.users, b.users) << i;
-        ASSERT_EQ(a.idle, b.idle) << i;
-        ASSERT_TRUE(!a.idle || (a.users == 0 && a.physical != 0)) << i;
-        ASSERT_EQ(by_range.find_idle_below(i, i) == i, a.idle) << i;
-        if (a.idle) {
-          ASSERT_EQ(a.free_serial, b.free_serial) << i;
+        const bool idle = by_range.is_idle(i);
+        ASSERT_EQ(by_range.get_users(i), by_page.get_users(i)) << i;
+        ASSERT_EQ(idle, by_page.is_idle(i)) << i;
+        ASSERT_TRUE(!idle || (by_range.get_users(i) == 0 && by_range.get(i).physical != 0)) << i;
+        ASSERT_EQ(by_range.find_idle_below(i, i) == i, idle) << i;
+        if (idle) {
+          ASSERT_EQ(by_range.get_free_serial(i), by_page.get_free_serial(i)) << i;
+          ASSERT_EQ(by_range.get_queue(i), by_page.get_queue(i)) << i;
         }
       }
     }
