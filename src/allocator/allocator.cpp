@@ -255,210 +255,229 @@ bool allocator::state::free_locked(block* b, address_t address) {
 
 allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, queue_id queue,
                                            block** handed) {
-  const bool in_arena = uses_arena(size);
-  segment_pool& pool = pool_for(size);
-  const std::size_t segment_size = in_arena ? 0 : segment_size_for(size);
-  bool refreshed = false;
-  bool waited = false;
-  bool flushed = false;
-  bool backend_full = false;
-  bool trimmed = false;        // released past the slack: idle pages for the small pool, or
-                               // empty small segments for the arena
-  bool ordered = false;        // this queue was ordered after the others' pending frees
-  arena::loop_note loop_note;  // the loop plan sees the request once, however often retried
+  const std::size_t segment_size = uses_arena(size) ? 0 : segment_size_for(size);
+  attempt tried;
   for (;;) {
-    enum { grow, map_pages, release, refresh, order, wait } plan = grow;
-    std::uint64_t wait_serial = 0;  // past the arena's slack: wait for this queue up to here
-    released_memory released;
-    arena::request request;
+    choice next;
     {
       std::unique_lock lock(mutex);
-      const std::size_t used = stats.reserved_bytes + reserving;
-      // When the device said no, the limit is what it holds now.
-      const std::size_t limit = backend_full ? std::min(memory_limit, used) : memory_limit;
-      std::size_t shortfall = 0;
-      bool planned = false;  // the arena chose what to do next
-      // Blocks parked in thread caches go back (once a request), then it retries.
-      auto flush_parked = [&] {
-        flushed = true;
-        flush_thread_caches_locked();
-        plan = release;
-      };
-      if (in_arena) {
-        if (vm->take(size, queue, {limit, used, stats.peak_active_bytes}, loop_note, request)) {
-          reserving += request.reserving;
-          planned = true;
-          auto abandon = [&] {
-            reserving -= request.reserving;
-            vm->abandon(request);
-          };
-          if (request.pages.empty() && !request.must_wait) {
-            stats.returns += vm->commit_returns(request);
-            *handed = request.b;
-            return on_allocated(request.b, bytes, true);
-          }
-          if (!request.pages.empty() && !refreshed && has_unsafe_blocks()) {
-            // Completed fences may free a mapped range: learn them before mapping.
-            abandon();
-            plan = refresh;
-          } else if (request.past_slack > 0 && !flushed && calculate_parked_locked() > 0) {
-            // Small blocks parked in thread caches may hold small segments that are
-            // otherwise empty: give them back, so that trimming can release those.
-            abandon();
-            flush_parked();
-          } else if (request.past_slack > 0 && !trimmed && small.get_releasable()) {
-            // Empty small segments are cache: give them back before moving pages or
-            // growing past the slack.
-            trimmed = true;
-            abandon();
-            release_segments_until(
-                stats.reserved_bytes -
-                    std::min(stats.reserved_bytes, request.past_slack * vm->get_page_size()),
-                released);
-            plan = release;
-          } else if (request.past_slack > 0 && may_order(ordered, queue)) {
-            // Blocks other queues freed, still pending there, are reusable at once
-            // once this queue's work waits for theirs on the device.
-            abandon();
-            plan = order;
-          } else if (request.wait_would_help && !waited) {
-            // Growing past the slack while idle pages only wait for this queue's
-            // earlier work: wait for it once rather than hold more memory.
-            wait_serial = request.wait_serial;
-            abandon();
-            plan = wait;
-            stats.retries++;
-          } else {
-            plan = map_pages;
-            in_flight_bytes += request.b->size;  // live in the range, not yet handed out
-            in_flight_blocks++;
-          }
-        } else {
-          shortfall = request.shortfall;
-        }
-      } else {
-        if (block* b = pool.take(size, queue)) {
-          *handed = b;
-          return on_allocated(b, bytes, true);
-        }
-        shortfall = used + segment_size > limit ? used + segment_size - limit : 0;
+      if (block* b = choose(size, segment_size, queue, tried, next)) {
+        *handed = b;
+        return on_allocated(b, bytes, true);
       }
-      if (planned) {
-        // above
-      } else if (!refreshed && has_unsafe_blocks()) {
-        // Polling fences costs far less than new memory: learn what completed first.
-        plan = refresh;
-      } else if (may_order(ordered, queue)) {
-        // So does ordering this queue after the others' pending frees.
-        plan = order;
-      } else if (!in_arena && shortfall == 0) {
-        plan = grow;
-        // Beside an arena the small pool grows within the arena's slack too: idle
-        // pages past it go back first (a release, no page moves).
-        const std::size_t room = vm ? vm->get_growth_room(stats.peak_active_bytes) : 0;
-        if (vm && !flushed && used + segment_size > room && calculate_parked_locked() > 0) {
-          // Blocks parked in thread caches may hold the room a new segment would add.
-          flush_parked();
-        } else if (vm && !trimmed && used + segment_size > room) {
-          const std::size_t over = used + segment_size - room;
-          release_until(stats.reserved_bytes - std::min(stats.reserved_bytes, over), released);
-          if (!released.pages.empty() || !released.segments.empty()) {
-            trimmed = true;
-            plan = release;
-          } else if (!waited && (wait_serial = vm->calculate_wait_serial(
-                                     queue, common::round_up(over, vm->get_page_size()) /
-                                                vm->get_page_size())) > 0) {
-            // As the arena does past the slack: wait once for this queue's work that
-            // holds idle pages, then release them.
-            plan = wait;
-            stats.retries++;
-          } else {
-            trimmed = true;
-          }
-        }
-      } else if (const std::size_t releasable = calculate_releasable();
-                 releasable > 0 && (backend_full || releasable >= shortfall)) {
-        release_until(backend_full ? 0 : stats.reserved_bytes - shortfall, released);
-        backend_full = false;
-        plan = release;
-      } else if (!flushed && calculate_parked_locked() > 0) {
-        // Blocks parked in thread caches count too: give them back, then retry.
-        flush_parked();
-      } else if (!waited && has_unsafe_blocks()) {
-        plan = wait;
-        stats.retries++;
-      } else {
+      if (next.what == choice::out_of_memory) {
         lock.unlock();
         throw_out_of_memory(bytes, queue);
       }
-      if (plan == grow) reserving += segment_size;
+      if (next.what == choice::grow) reserving += segment_size;
     }
-    give_back(released);
-    if (plan == release) continue;
-    if (plan == refresh) {
-      refresh_fences();
-      refreshed = true;
-      continue;
-    }
-    if (plan == order) {
-      order_after_other_queues(queue);
-      ordered = true;
-      continue;
-    }
-    if (plan == wait) {
-      // Past the slack, only the requesting queue's own work: never a wait on
-      // another queue's progress.
-      if (wait_serial > 0)
-        wait_for_free_serial(queue, wait_serial);
-      else
-        wait_for_queued_work();
-      waited = true;
-      continue;
-    }
-    if (plan == map_pages) {
-      const bool mapped = vm->map(request);
-      std::vector<page_plan> to_release;
-      std::unique_lock lock(mutex);
-      block* b = request.b;
-      auto landed = [&] {
-        in_flight_bytes -= b->size;
-        in_flight_blocks--;
-      };
-      if (!mapped) landed();
-      reserving -= request.reserving;
-      count_pages(vm->finish(request, mapped, to_release));
-      pages_mapped.notify_all();
-      if (!mapped) {
-        lock.unlock();
-        vm->give_back(to_release);
-        backend_full = true;
+    give_back(next.released);
+    switch (next.what) {
+      case choice::release:
+        continue;
+      case choice::refresh:
+        refresh_fences();
+        tried.refreshed = true;
+        continue;
+      case choice::order:
+        order_after_other_queues(queue);
+        tried.ordered = true;
+        continue;
+      case choice::wait:
+        // Past the slack, only the requesting queue's own work: never a wait on
+        // another queue's progress.
+        if (next.wait_serial > 0)
+          wait_for_free_serial(queue, next.wait_serial);
+        else
+          wait_for_queued_work();
+        tried.waited = true;
+        continue;
+      case choice::map_pages: {
+        std::unique_lock lock(mutex, std::defer_lock);
+        if (block* b = map_and_settle(next.request, tried, lock)) {
+          *handed = b;  // the lock is held
+          return on_allocated(b, bytes, false);
+        }
         continue;
       }
-      pages_mapped.wait(lock, [&] { return vm->is_settled(b); });
-      landed();
-      if (!vm->is_mapped(b)) {
-        // Another thread's mapping of a page this block shares failed: give the
-        // block back (its own pages stay mapped, idle) and place it again.
-        vm->cancel(request);
-        continue;
+      case choice::grow: {
+        const address_t base = device.allocate_segment(segment_size);
+        std::lock_guard lock(mutex);
+        reserving -= segment_size;
+        if (base == 0) {
+          tried.backend_full = true;
+          continue;
+        }
+        stats.reserved_bytes += segment_size;
+        stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
+        stats.backend_allocations++;
+        stats.segments++;
+        *handed = pool_for(size).add_segment(base, segment_size, size, queue);
+        return on_allocated(*handed, bytes, false);
       }
-      *handed = b;
-      return on_allocated(b, bytes, false);
+      case choice::out_of_memory:  // thrown above
+        break;
     }
-    const address_t base = device.allocate_segment(segment_size);
-    std::lock_guard lock(mutex);
-    reserving -= segment_size;
-    if (base == 0) {
-      backend_full = true;
-      continue;
-    }
-    stats.reserved_bytes += segment_size;
-    stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
-    stats.backend_allocations++;
-    stats.segments++;
-    *handed = pool.add_segment(base, segment_size, size, queue);
-    return on_allocated(*handed, bytes, false);
   }
+}
+
+block* allocator::state::choose(std::size_t size, std::size_t segment_size, queue_id queue,
+                                attempt& tried, choice& next) {
+  const std::size_t used = stats.reserved_bytes + reserving;
+  // When the device said no, the limit is what it holds now.
+  const std::size_t limit = tried.backend_full ? std::min(memory_limit, used) : memory_limit;
+  std::size_t shortfall = 0;
+  if (uses_arena(size)) {
+    arena::request& request = next.request;
+    if (vm->take(size, queue, {limit, used, stats.peak_active_bytes}, tried.loop_note, request)) {
+      reserving += request.reserving;
+      if (request.pages.empty() && !request.must_wait) {
+        stats.returns += vm->commit_returns(request);
+        return request.b;
+      }
+      choose_for_pages(queue, tried, next);
+      return nullptr;
+    }
+    shortfall = request.shortfall;
+  } else {
+    if (block* b = pool_for(size).take(size, queue)) return b;
+    shortfall = used + segment_size > limit ? used + segment_size - limit : 0;
+  }
+  choose_remedy(size, segment_size, queue, used, shortfall, tried, next);
+  return nullptr;
+}
+
+void allocator::state::choose_for_pages(queue_id queue, attempt& tried, choice& next) {
+  arena::request& request = next.request;
+  auto abandon = [&] {
+    reserving -= request.reserving;
+    vm->abandon(request);
+  };
+  if (!request.pages.empty() && !tried.refreshed && has_unsafe_blocks()) {
+    // Completed fences may free a mapped range: learn them before mapping.
+    abandon();
+    next.what = choice::refresh;
+  } else if (request.past_slack > 0 && !tried.flushed && calculate_parked_locked() > 0) {
+    // Small blocks parked in thread caches may hold small segments that are
+    // otherwise empty: give them back, so that trimming can release those.
+    abandon();
+    flush_parked(tried, next);
+  } else if (request.past_slack > 0 && !tried.trimmed && small.get_releasable()) {
+    // Empty small segments are cache: give them back before moving pages or
+    // growing past the slack.
+    tried.trimmed = true;
+    abandon();
+    release_segments_until(
+        stats.reserved_bytes -
+            std::min(stats.reserved_bytes, request.past_slack * vm->get_page_size()),
+        next.released);
+    next.what = choice::release;
+  } else if (request.past_slack > 0 && may_order(tried.ordered, queue)) {
+    // Blocks other queues freed, still pending there, are reusable at once
+    // once this queue's work waits for theirs on the device.
+    abandon();
+    next.what = choice::order;
+  } else if (request.wait_would_help && !tried.waited) {
+    // Growing past the slack while idle pages only wait for this queue's
+    // earlier work: wait for it once rather than hold more memory.
+    next.wait_serial = request.wait_serial;
+    abandon();
+    next.what = choice::wait;
+    stats.retries++;
+  } else {
+    next.what = choice::map_pages;
+    in_flight_bytes += request.b->size;  // live in the range, not yet handed out
+    in_flight_blocks++;
+  }
+}
+
+void allocator::state::choose_remedy(std::size_t size, std::size_t segment_size, queue_id queue,
+                                     std::size_t used, std::size_t shortfall, attempt& tried,
+                                     choice& next) {
+  const bool in_arena = uses_arena(size);
+  if (!tried.refreshed && has_unsafe_blocks()) {
+    // Polling fences costs far less than new memory: learn what completed first.
+    next.what = choice::refresh;
+  } else if (may_order(tried.ordered, queue)) {
+    // So does ordering this queue after the others' pending frees.
+    next.what = choice::order;
+  } else if (!in_arena && shortfall == 0) {
+    next.what = choice::grow;
+    // Beside an arena the small pool grows within the arena's slack too: idle
+    // pages past it go back first (a release, no page moves).
+    const std::size_t room = vm ? vm->get_growth_room(stats.peak_active_bytes) : 0;
+    if (vm && !tried.flushed && used + segment_size > room && calculate_parked_locked() > 0) {
+      // Blocks parked in thread caches may hold the room a new segment would add.
+      flush_parked(tried, next);
+    } else if (vm && !tried.trimmed && used + segment_size > room) {
+      const std::size_t over = used + segment_size - room;
+      release_until(stats.reserved_bytes - std::min(stats.reserved_bytes, over), next.released);
+      if (!next.released.pages.empty() || !next.released.segments.empty()) {
+        tried.trimmed = true;
+        next.what = choice::release;
+      } else if (!tried.waited && (next.wait_serial = vm->calculate_wait_serial(
+                                       queue, common::round_up(over, vm->get_page_size()) /
+                                                  vm->get_page_size())) > 0) {
+        // As the arena does past the slack: wait once for this queue's work that
+        // holds idle pages, then release them.
+        next.what = choice::wait;
+        stats.retries++;
+      } else {
+        tried.trimmed = true;
+      }
+    }
+  } else if (const std::size_t releasable = calculate_releasable();
+             releasable > 0 && (tried.backend_full || releasable >= shortfall)) {
+    release_until(tried.backend_full ? 0 : stats.reserved_bytes - shortfall, next.released);
+    tried.backend_full = false;
+    next.what = choice::release;
+  } else if (!tried.flushed && calculate_parked_locked() > 0) {
+    // Blocks parked in thread caches count too: give them back, then retry.
+    flush_parked(tried, next);
+  } else if (!tried.waited && has_unsafe_blocks()) {
+    next.what = choice::wait;
+    stats.retries++;
+  } else {
+    next.what = choice::out_of_memory;
+  }
+}
+
+void allocator::state::flush_parked(attempt& tried, choice& next) {
+  // Blocks parked in thread caches go back (once a request), then it retries.
+  tried.flushed = true;
+  flush_thread_caches_locked();
+  next.what = choice::release;
+}
+
+block* allocator::state::map_and_settle(arena::request& request, attempt& tried,
+                                        std::unique_lock<std::mutex>& lock) {
+  const bool mapped = vm->map(request);
+  std::vector<page_plan> to_release;
+  lock.lock();
+  block* b = request.b;
+  auto landed = [&] {
+    in_flight_bytes -= b->size;
+    in_flight_blocks--;
+  };
+  if (!mapped) landed();
+  reserving -= request.reserving;
+  count_pages(vm->finish(request, mapped, to_release));
+  pages_mapped.notify_all();
+  if (!mapped) {
+    lock.unlock();
+    vm->give_back(to_release);
+    tried.backend_full = true;
+    return nullptr;
+  }
+  pages_mapped.wait(lock, [&] { return vm->is_settled(b); });
+  landed();
+  if (!vm->is_mapped(b)) {
+    // Another thread's mapping of a page this block shares failed: give the
+    // block back (its own pages stay mapped, idle) and place it again.
+    vm->cancel(request);
+    return nullptr;
+  }
+  return b;
 }
 
 void allocator::state::throw_out_of_memory(std::size_t bytes, queue_id queue) {

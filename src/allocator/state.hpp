@@ -116,9 +116,46 @@ struct allocator::state {
   bool uses_arena(std::size_t size) const { return vm && size > small_max; }
   std::size_t segment_size_for(std::size_t size) const;
 
+  // Cached memory to give back: whole idle segments and idle arena pages.
+  struct released_memory {
+    std::vector<released_segment> segments;
+    std::vector<page_plan> pages;
+  };
   allocation on_allocated(block* b, std::size_t bytes, bool hit);
-  // `handed` receives the block, for the thread cache to remember.
+  // `handed` receives the block, for the thread cache to remember. Each round chooses,
+  // under the lock, what to do next (choose), and does it without the lock.
   allocation allocate_slow(std::size_t bytes, std::size_t size, queue_id queue, block** handed);
+  // What a request has tried so far: each remedy once before the next.
+  struct attempt {
+    bool refreshed = false;      // learned which fences completed
+    bool waited = false;         // waited for queued work
+    bool flushed = false;        // gave the thread caches' parked blocks back
+    bool backend_full = false;   // the device said no: the limit is what it holds
+    bool trimmed = false;        // released past the slack: idle pages for the small pool, or
+                                 // empty small segments for the arena
+    bool ordered = false;        // this queue was ordered after the others' pending frees
+    arena::loop_note loop_note;  // the loop plan sees the request once, however often retried
+  };
+  // What a round does outside the lock, chosen under it.
+  struct choice {
+    enum { grow, map_pages, release, refresh, order, wait, out_of_memory } what = grow;
+    std::uint64_t wait_serial = 0;  // wait: for this queue's frees up to here (0: all its work)
+    released_memory released;       // given back first, whatever the choice
+    arena::request request;         // map_pages: the block placed and its pages
+  };
+  // Under the lock: a block for the request, or else what to do next.
+  block* choose(std::size_t size, std::size_t segment_size, queue_id queue, attempt& tried,
+                choice& next);
+  // For an arena block placed that needs pages mapped (or waits on pages being mapped).
+  void choose_for_pages(queue_id queue, attempt& tried, choice& next);
+  // Where no free place holds the request: fences, queue order, growth, release, waits.
+  void choose_remedy(std::size_t size, std::size_t segment_size, queue_id queue, std::size_t used,
+                     std::size_t shortfall, attempt& tried, choice& next);
+  void flush_parked(attempt& tried, choice& next);
+  // Without the lock: maps the request's pages; then, with `lock` taken, the block once
+  // every page it shares is settled (the lock stays held), or null to place it again.
+  block* map_and_settle(arena::request& request, attempt& tried,
+                        std::unique_lock<std::mutex>& lock);
   // Under the lock: whether `queue` (not ordered yet in this request) could be
   // ordered after other queues' frees it may not reuse yet.
   bool may_order(bool ordered, queue_id queue) const;
@@ -145,11 +182,6 @@ struct allocator::state {
   void wait_for_free_serial(queue_id queue, std::uint64_t serial);
   bool has_unsafe_blocks() const;
   std::size_t calculate_releasable() const;
-  // Cached memory to give back: whole idle segments and idle arena pages.
-  struct released_memory {
-    std::vector<released_segment> segments;
-    std::vector<page_plan> pages;
-  };
   // Under the lock: takes cached memory out, least recently used first, until
   // reserved bytes are at most `target_reserved`.
   void release_until(std::size_t target_reserved, released_memory& out);
