@@ -1,5 +1,6 @@
-// The allocator: limits, statistics, queue-ordered reuse, pressure and errors over
-// the segment pools. Design and invariants: include/memkit/allocator.hpp.
+// The allocator: its hot path (thread caches, then the pools under the lock), limits,
+// statistics and views; what a request does when no free place holds it is in
+// slow_path.cpp. Design and invariants: include/memkit/allocator.hpp.
 #include "memkit/allocator.hpp"
 
 #include <algorithm>
