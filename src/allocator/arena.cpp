@@ -419,7 +419,7 @@ void arena::find_victims(std::uint32_t first, std::uint32_t last, queue_id queue
       // Its place becomes a shadow, which a later block there unmaps, and unmapping
       // is not ordered on any queue: the work that used the page must be complete,
       // even on this very queue.
-      if (fences_.is_safe(pages_.get_queue(j), pages_.get_free_serial(j)))
+      if (has_completed(j))
         stolen.push_back(j);
       else if (pages_.get_queue(j) == queue)
         waiting.push_back(pages_.get_free_serial(j));
@@ -633,8 +633,7 @@ std::uint32_t arena::find_reclaimable_home(std::uint32_t i, std::uint32_t first,
   const std::uint32_t h = find_home(i);
   if (h == page_map::kNone || (h >= first && h <= last)) return page_map::kNone;
   // Complete, as for a steal: the home becomes a shadow, which may be unmapped.
-  const bool reclaimable = pages_.is_idle(h) && !pages_.get(h).busy &&
-                           fences_.is_safe(pages_.get_queue(h), pages_.get_free_serial(h));
+  const bool reclaimable = pages_.is_idle(h) && !pages_.get(h).busy && has_completed(h);
   return reclaimable ? h : page_map::kNone;
 }
 
@@ -747,7 +746,7 @@ bool arena::is_mapped(const block* b) const {
 std::size_t arena::calculate_releasable() const {
   std::size_t pages = 0;
   pages_.visit_idle([&](std::uint32_t j) {
-    if (fences_.is_safe(pages_.get_queue(j), pages_.get_free_serial(j))) ++pages;
+    if (has_completed(j)) ++pages;
   });
   return pages * page_size_;
 }
@@ -755,7 +754,7 @@ std::size_t arena::calculate_releasable() const {
 std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) const {
   std::vector<std::uint64_t> waiting;
   pages_.visit_idle([&](std::uint32_t j) {
-    if (pages_.get_queue(j) == queue && !fences_.is_safe(queue, pages_.get_free_serial(j)))
+    if (pages_.get_queue(j) == queue && !has_completed(j))
       waiting.push_back(pages_.get_free_serial(j));
   });
   return serial_freeing(waiting, pages);
@@ -778,8 +777,7 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
   }
   visit_idle_by_age([&](std::uint32_t j) {
     const page_map::page& p = pages_.at(j);
-    if (fences_.is_safe(pages_.get_queue(j), pages_.get_free_serial(j)) &&
-        !kept.contains(p.physical)) {
+    if (has_completed(j) && !kept.contains(p.physical)) {
       const auto [from, to] = shadows.equal_range(p.physical);
       for (auto it = from; it != to; ++it) {
         out.push_back({it->second, 0, it->second});

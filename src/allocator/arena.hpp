@@ -196,6 +196,11 @@ class arena {
   // The region whose placeholder b is, or nullptr.
   const plan_region* find_region(const pools::block* placeholder) const;
   pools::block* take_online(std::size_t size, queue_id queue, request& r);
+  // Whether the work of idle page i's last user completed: only then may the page move
+  // or go back (unmapping is ordered on no queue).
+  bool has_completed(std::uint32_t i) const {
+    return fences_.is_safe(pages_.get_queue(i), pages_.get_free_serial(i));
+  }
   // Idle pages whose work completed, for a block on [first, last] to move under it,
   // until `wanted` (into stolen); idle pages on `queue` still in use go to waiting.
   void find_victims(std::uint32_t first, std::uint32_t last, queue_id queue, std::size_t wanted,
