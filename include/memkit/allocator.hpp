@@ -52,7 +52,7 @@
 //             The small pool beside it shares the slack: it grows by releasing
 //             idle pages past it (waiting once for their work, as the arena
 //             does), and its empty segments go back before pages move or grow
-//             past it.
+//             past it (waiting once for their own queue's work, as for pages).
 //             (allocator/arena.hpp: the range, page map and placement; it reads
 //             the fences and a budget, and returns its page counts.)
 //   loop      (plan_loops) the arena learns a loop that repeats its requests

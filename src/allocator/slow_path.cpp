@@ -131,6 +131,19 @@ void allocator::state::choose_for_pages(queue_id queue, attempt& tried, choice& 
             std::min(stats.reserved_bytes, request.past_slack * vm->get_page_size()),
         next.released);
     next.what = choice::release;
+  } else if (std::uint64_t serial = 0;
+             request.past_slack > 0 && !tried.waited && !request.wait_would_help &&
+             (serial = small.calculate_wait_serial(
+                  queue,
+                  common::round_up(request.past_slack * vm->get_page_size(), pools::kSmallSegment) /
+                      pools::kSmallSegment)) > 0) {
+    // Empty small segments that only wait for this queue's work: wait once for it,
+    // then give them back rather than grow past the slack.
+    abandon();
+    tried.trimmed = false;
+    next.wait_serial = serial;
+    next.what = choice::wait;
+    stats.retries++;
   } else if (request.past_slack > 0 && may_order(tried.ordered, queue)) {
     // Blocks other queues freed, still pending there, are reusable at once
     // once this queue's work waits for theirs on the device.

@@ -237,6 +237,20 @@ segment* segment_pool::get_releasable() const {
   return nullptr;
 }
 
+serial_t segment_pool::calculate_wait_serial(queue_id queue, std::size_t count) const {
+  std::vector<serial_t> waiting;
+  for (const segment* s = idle_tail_; s; s = s->prev_idle) {
+    const block* b = s->first;
+    if (b->size == s->size && b->indexed && !is_safe(b) && b->queue == queue)
+      waiting.push_back(b->free_serial);
+  }
+  if (waiting.empty() || count == 0) return 0;
+  const std::size_t wanted = std::min(count, waiting.size());
+  std::nth_element(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(wanted - 1),
+                   waiting.end());
+  return waiting[wanted - 1];
+}
+
 std::size_t segment_pool::calculate_releasable() const {
   std::size_t bytes = 0;
   for (const segment* s : segments_) {

@@ -173,6 +173,9 @@ class segment_pool {
   }
   // Bytes of every segment that could go back now.
   std::size_t calculate_releasable() const;
+  // Of the empty segments that only wait for `queue`'s work, the free serial after
+  // which `count` of them (or all) could go back; 0 when none waits.
+  serial_t calculate_wait_serial(queue_id queue, std::size_t count) const;
   void remove_segment(segment* s);  // s must be idle: its one block free and indexed
 
   std::size_t calculate_largest_free() const;

@@ -120,6 +120,27 @@ TEST(small_pool, beside_an_arena_parked_blocks_go_back_before_the_arena_grows) {
   expect_small_segments_go_back_before_the_arena_grows(true, 80, 64 * KiB, 6 * MiB);
 }
 
+// Empty small segments whose last use is still on the device cannot go back yet: a
+// request that would grow the arena past the slack waits for that work once (its own
+// queue's), gives them back, and maps no more than the slack allows.
+TEST(small_pool, beside_an_arena_the_arena_waits_for_empty_segments_rather_than_grow) {
+  sim_options o;
+  o.capacity = std::size_t{1} << 30;
+  sim_backend device(o);
+  allocator alloc(device, {.policy = pool_policy::arena, .validate = true, .thread_cache = false});
+  std::vector<allocation> blocks;
+  for (int k = 0; k < 80; ++k) blocks.push_back(alloc.allocate(256 * KiB, 0));  // 20 MiB
+  const std::uint64_t reading = device.submit(0);
+  for (const allocation& a : blocks) alloc.free(a.address);  // in use until `reading`
+  blocks.clear();
+  ASSERT_EQ(alloc.get_statistics().reserved_bytes, 20 * MiB);
+  for (int k = 0; k < 20; ++k) blocks.push_back(alloc.allocate(2 * MiB, 0));  // 40 MiB
+  EXPECT_EQ(device.get_completed(0), reading) << "it waited for the work";
+  EXPECT_EQ(alloc.get_statistics().reserved_bytes, 40 * MiB)
+      << "every small segment went back for the arena's pages";
+  for (const allocation& a : blocks) alloc.free(a.address);
+}
+
 // And before the small pool itself grows past the slack: a request of another size
 // than the parked blocks' takes their room rather than a new segment.
 TEST(small_pool, beside_an_arena_parked_blocks_go_back_before_it_grows_past_the_slack) {
