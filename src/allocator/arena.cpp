@@ -41,16 +41,6 @@ constexpr std::size_t kMinPageBytes = 4096;
 // Shadows followed to find where a physical page is now (each move leaves one).
 constexpr int kHomeHops = 8;
 
-// Of the free serials of idle pages waiting on a queue, the one after which `pages`
-// of them (or all) have completed; 0 when none waits.
-std::uint64_t serial_freeing(std::vector<std::uint64_t>& waiting, std::size_t pages) {
-  if (waiting.empty() || pages == 0) return 0;
-  const std::size_t wanted = std::min(pages, waiting.size());
-  std::nth_element(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(wanted - 1),
-                   waiting.end());
-  return waiting[wanted - 1];
-}
-
 }  // namespace
 
 // With slack, when no free range has mapped pages where a block would be cut from
@@ -488,7 +478,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   r.wait_would_help = creates > room_pages && !waiting.empty();
   moves_ += stolen.size() + (r.wait_would_help ? 1 : 0);
   if (!stolen.empty() || r.wait_would_help) fences_wanted_ = kFencesAfterMoves;
-  if (r.wait_would_help) r.wait_serial = serial_freeing(waiting, creates - room_pages);
+  if (r.wait_would_help) r.wait_serial = pools::serial_freeing(waiting, creates - room_pages);
   if (in_use + creates * g > room.limit) {
     r.shortfall = in_use + creates * g - room.limit;
     undo_reclaims(r);
@@ -757,7 +747,7 @@ std::uint64_t arena::calculate_wait_serial(queue_id queue, std::size_t pages) co
     if (pages_.get_queue(j) == queue && !has_completed(j))
       waiting.push_back(pages_.get_free_serial(j));
   });
-  return serial_freeing(waiting, pages);
+  return pools::serial_freeing(waiting, pages);
 }
 
 arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>& out) {

@@ -244,11 +244,7 @@ serial_t segment_pool::calculate_wait_serial(queue_id queue, std::size_t count) 
     if (b->size == s->size && b->indexed && !is_safe(b) && b->queue == queue)
       waiting.push_back(b->free_serial);
   }
-  if (waiting.empty() || count == 0) return 0;
-  const std::size_t wanted = std::min(count, waiting.size());
-  std::nth_element(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(wanted - 1),
-                   waiting.end());
-  return waiting[wanted - 1];
+  return serial_freeing(waiting, count);
 }
 
 std::size_t segment_pool::calculate_releasable() const {

@@ -5,6 +5,7 @@
 // arrays layer's handle pool uses too; a pool adds segments, queues and fences.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +26,16 @@ inline constexpr std::size_t kSmallSegment = std::size_t{2} << 20;  // small seg
 inline constexpr std::size_t kSmallWaste = 4096;                    // most a small reuse may waste
 
 struct segment;
+
+// Of the free serials of things waiting on one queue's work (idle pages, empty
+// segments), the one after which `count` of them (or all) are free; 0 when none waits.
+inline serial_t serial_freeing(std::vector<serial_t>& waiting, std::size_t count) {
+  if (waiting.empty() || count == 0) return 0;
+  const std::size_t wanted = std::min(count, waiting.size());
+  std::nth_element(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(wanted - 1),
+                   waiting.end());
+  return waiting[wanted - 1];
+}
 
 // Aligned to a cache line: blocks parked and handed out by different threads' caches
 // must not share one, or every cache hit would bounce it between cores.
