@@ -209,13 +209,7 @@ std::uint32_t arena::last_page(const block* b) const {
   return page_of(b->owner->base - base_ + b->offset + b->size - 1);
 }
 
-pools::segment_pool& arena::pool_of(const block* b) {
-  if (b->owner == range_.get_segments().front()) return range_;
-  for (auto& region : regions_) {
-    if (region->pool.get_segments().front() == b->owner) return region->pool;
-  }
-  throw invariant_violation("[memkit::arena::pool_of] a block of no pool of the arena");
-}
+pools::segment_pool& arena::pool_of(const block* b) { return *b->owner->pool; }
 
 const arena::plan_region* arena::find_region(const block* placeholder) const {
   for (const auto& region : regions_) {

@@ -81,6 +81,7 @@ bool segment_pool::place_high(const block* b, std::size_t size) const {
 
 block* segment_pool::add_free(address_t base, std::size_t segment_size, bool virtual_range) {
   auto* s = new segment;
+  s->pool = this;
   s->base = base;
   s->size = segment_size;
   s->small = small_;
@@ -302,6 +303,7 @@ void segment_pool::validate(std::size_t* live_bytes, std::size_t* free_bytes,
     if (offset != s->size) fail("blocks do not cover their segment");
     if (live != s->live_blocks) fail("a segment's live-block count is wrong");
     if (s->idle != (live == 0)) fail("a segment's idle mark is wrong");
+    if (s->pool != this) fail("a segment names another pool as its own");
     *live_blocks += live;
   }
   if (indexed != placer_.get_filed_count())

@@ -81,7 +81,10 @@ struct alignas(64) block : placement::range_node {
   }
 };
 
+class segment_pool;
+
 struct segment {
+  segment_pool* pool = nullptr;  // the pool it belongs to
   address_t base = 0;            // first device address
   std::size_t size = 0;          // bytes, a multiple of the granularity
   block* first = nullptr;        // lowest block
