@@ -45,7 +45,10 @@ def child(name, spec, lib_path, warmup, steps, profiled, seed):
     kernels = {}
     starts, ends, total, count = [], [], 0.0, 0
     for event in prof.events():
-        if str(event.device_type).endswith("CUDA"):
+        # Device-side events only; a user annotation's range (the optimizer's step)
+        # spans kernels rather than being one.
+        if str(event.device_type).endswith("CUDA") and not getattr(
+                event, "is_user_annotation", False):
             us = event.time_range.end - event.time_range.start
             total += us
             count += 1
