@@ -241,9 +241,8 @@ segment* segment_pool::get_releasable() const {
 serial_t segment_pool::calculate_wait_serial(queue_id queue, std::size_t count) const {
   std::vector<serial_t> waiting;
   for (const segment* s = idle_tail_; s; s = s->prev_idle) {
-    const block* b = s->first;
-    if (b->size == s->size && b->indexed && !is_safe(b) && b->queue == queue)
-      waiting.push_back(b->free_serial);
+    if (is_whole_free(s) && !is_safe(s->first) && s->first->queue == queue)
+      waiting.push_back(s->first->free_serial);
   }
   return serial_freeing(waiting, count);
 }

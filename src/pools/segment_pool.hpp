@@ -181,10 +181,12 @@ class segment_pool {
   void merge_unmerged();
   // An idle, safe segment to release, least recently used first; nullptr if none.
   segment* get_releasable() const;
-  // Whether s can go back to the backend: one free block, safe on every queue.
-  bool is_releasable(const segment* s) const {
-    return s->idle && s->first->size == s->size && s->first->indexed && is_safe(s->first);
+  // Whether s is one free block, in the index (not deferred).
+  static bool is_whole_free(const segment* s) {
+    return s->idle && s->first->size == s->size && s->first->indexed;
   }
+  // Whether s can go back to the backend: one free block, safe on every queue.
+  bool is_releasable(const segment* s) const { return is_whole_free(s) && is_safe(s->first); }
   // Bytes of every segment that could go back now.
   std::size_t calculate_releasable() const;
   // Of the empty segments that only wait for `queue`'s work, the free serial after
