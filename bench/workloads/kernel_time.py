@@ -15,7 +15,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
@@ -26,17 +25,8 @@ def child(name, spec, lib_path, warmup, steps, profiled, seed):
     if workloads.parse_allocator(spec)[0] == "memkit":
         workloads.use_memkit(lib_path, "kernel_time")
     step = workloads.make_loop(name, seed)
-    for _ in range(warmup):
-        step().item()
-    torch.cuda.synchronize()
-    enqueue, whole = [], []
-    for _ in range(steps):
-        start = time.perf_counter()
-        loss = step()
-        enqueue.append((time.perf_counter() - start) * 1e3)
-        torch.cuda.synchronize()
-        whole.append((time.perf_counter() - start) * 1e3)
-        loss.item()
+    enqueue = []
+    whole = workloads.run_steps(step, warmup, steps, enqueue_times=enqueue)[1]
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(profiled):

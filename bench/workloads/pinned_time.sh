@@ -14,8 +14,7 @@ cpus=$(cat "/sys/bus/pci/devices/$bus/local_cpulist")
 echo "GPU $bus: NUMA node $(cat /sys/bus/pci/devices/$bus/numa_node), local CPUs $cpus;" \
   "$(lscpu | grep -E '^NUMA node\(s\)')"
 bash "$root/bench/workloads/run_on_gpu.sh" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
-lib=$(sed -n 's/^library: //p' "$out/build.txt")
-[ -n "$lib" ] || lib=$(ls /tmp/memkit-gpu-build-*/libmemkit_torch.so | head -1)
+lib=$(ls /tmp/memkit-gpu-build-*/libmemkit_torch.so | head -1)  # run_on_gpu.sh's build
 cd "$root/bench/workloads"
 for mode in pinned unpinned; do
   pin=(); [ $mode = pinned ] && pin=(taskset -c "$cpus")

@@ -92,12 +92,14 @@ def read_call_time(lib):
     return ns.value, count.value
 
 
-def run_steps(step, warmup, steps, before_step=lambda: None, after_warmup=lambda: None):
+def run_steps(step, warmup, steps, before_step=lambda: None, after_warmup=lambda: None,
+              enqueue_times=None):
     """Runs the loop as compare times it, and record records it: warm-up steps whose
     loss is read at once, then timed steps that each keep their loss until the next
     one's is made (as a training script that logs it; a block it holds lives across
     the step boundary, which a plan learned in the warm-up must survive). Returns the
-    losses and the timed steps' times (ms)."""
+    losses and the timed steps' times (ms); a list given as enqueue_times gets each
+    timed step's time until step() returned, before the synchronize (ms)."""
     import torch
     losses = []
     for _ in range(warmup):
@@ -114,6 +116,8 @@ def run_steps(step, warmup, steps, before_step=lambda: None, after_warmup=lambda
         before_step()
         start = time.perf_counter()
         loss = step()
+        if enqueue_times is not None:
+            enqueue_times.append((time.perf_counter() - start) * 1000.0)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1000.0)
         losses.append(loss.item())
