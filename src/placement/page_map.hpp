@@ -1,7 +1,9 @@
 // Pages of a reserved address range: which are mapped, how many live blocks touch
 // each, and the idle ones (mapped, untouched), in a bitmap, each stamped with when it
 // became idle: the hot path touches no page but the block's own, and a block's inside
-// pages as runs of arrays and words of bitmaps.
+// pages as runs of arrays and words of bitmaps. What one page's free writes (its users,
+// its bits, its stamp) lies in three places, not seven: a call finds the allocator's
+// records cold, and each place is a cache line fetched.
 // Numbers only: physical pages are ids the caller got from its backend.
 #pragma once
 
@@ -40,7 +42,7 @@ class page_map {
   }
   void set_physical(page_index i, page_id physical) {
     at(i).physical = physical;
-    set_bit(mapped_, i, physical != 0);
+    set_bit(&bit_words::mapped, i, physical != 0);
     update_usable(i);
   }
   void set_busy(page_index i, bool busy) {
@@ -57,7 +59,7 @@ class page_map {
   std::size_t get_shadow_count() const { return shadow_count_; }
   // Mapped and not being mapped; false past the last page.
   bool is_usable(std::uint64_t i) const {
-    return i < pages_.size() && (usable_[i / 64] >> (i % 64) & 1);
+    return i < pages_.size() && (bits_[i / 64].usable >> (i % 64) & 1);
   }
   // The first page in [from, to] that starts a run of usable pages (usable, the page
   // below not); kNoPage if none.
@@ -66,8 +68,8 @@ class page_map {
     if (pages_.empty() || from >= pages_.size()) return kNoPage;
     if (to >= pages_.size()) to = pages_.size() - 1;
     for (std::uint64_t w = from / 64; w <= to / 64; ++w) {
-      const std::uint64_t bits = usable_[w];
-      const std::uint64_t below = bits << 1 | (w > 0 ? usable_[w - 1] >> 63 : 0);
+      const std::uint64_t bits = bits_[w].usable;
+      const std::uint64_t below = bits << 1 | (w > 0 ? bits_[w - 1].usable >> 63 : 0);
       std::uint64_t starts = bits & ~below;
       if (w == from / 64) starts &= ~std::uint64_t{0} << (from % 64);
       if (starts) {
@@ -82,7 +84,7 @@ class page_map {
   std::uint64_t find_unusable(std::uint64_t from, std::uint64_t to) const {
     if (from >= pages_.size()) return from;
     for (std::uint64_t w = from / 64; w <= to / 64; ++w) {
-      std::uint64_t holes = w < usable_.size() ? ~usable_[w] : ~std::uint64_t{0};
+      std::uint64_t holes = w < bits_.size() ? ~bits_[w].usable : ~std::uint64_t{0};
       if (w == from / 64) holes &= ~std::uint64_t{0} << (from % 64);
       if (holes) {
         const std::uint64_t first = w * 64 + static_cast<std::uint64_t>(std::countr_zero(holes));
@@ -96,7 +98,7 @@ class page_map {
     if (last >= pages_.size()) return false;
     bool all = true;
     for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) {
-      all = (usable_[w] & mask) == mask;
+      all = (bits_[w].usable & mask) == mask;
       return all;
     });
     return all;
@@ -107,7 +109,7 @@ class page_map {
     if (last >= pages_.size()) last = pages_.size() - 1;
     std::uint64_t count = 0;
     for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) {
-      count += static_cast<std::uint64_t>(std::popcount(usable_[w] & mask));
+      count += static_cast<std::uint64_t>(std::popcount(bits_[w].usable & mask));
       return true;
     });
     return count;
@@ -119,18 +121,18 @@ class page_map {
   std::uint32_t get_users(page_index i) const { return users_[i]; }
   // Mapped (busy or not); false past the last page.
   bool is_mapped(page_index i) const {
-    return i < pages_.size() && (mapped_[i / 64] >> (i % 64) & 1);
+    return i < pages_.size() && (bits_[i / 64].mapped >> (i % 64) & 1);
   }
   // Mapped with no users (its bit in the idle bitmap); false past the last page.
   bool is_idle(page_index i) const {
-    return i < pages_.size() && (idle_bits_[i / 64] >> (i % 64) & 1);
+    return i < pages_.size() && (bits_[i / 64].idle >> (i % 64) & 1);
   }
   // While page i is idle: the queue of its last user and the serial of that free.
-  queue_id get_queue(page_index i) const { return queue_[i]; }
-  serial_t get_free_serial(page_index i) const { return free_serial_[i]; }
+  queue_id get_queue(page_index i) const { return stamps_[i].queue; }
+  serial_t get_free_serial(page_index i) const { return stamps_[i].free_serial; }
   void set_last_use(page_index i, queue_id queue, serial_t serial) {
-    queue_[i] = queue;
-    free_serial_[i] = serial;
+    stamps_[i].queue = queue;
+    stamps_[i].free_serial = serial;
   }
 
   void add_user(page_index i) {
@@ -158,8 +160,8 @@ class page_map {
     if (last - first > 1) std::fill(users_.begin() + first + 1, users_.begin() + last, 1u);
     std::uint32_t left_idle = 0;
     for_each_word(first, last, [&](std::size_t w, std::uint64_t mask) {
-      left_idle += static_cast<std::uint32_t>(std::popcount(idle_bits_[w] & mask));
-      idle_bits_[w] &= ~mask;
+      left_idle += static_cast<std::uint32_t>(std::popcount(bits_[w].idle & mask));
+      bits_[w].idle &= ~mask;
       return true;
     });
     idle_count_ -= left_idle;
@@ -170,9 +172,9 @@ class page_map {
     const std::uint64_t since = ++idle_events_;  // ties: lowest page first
     const std::uint32_t idle_before = idle_count_;
     auto end_page = [&](page_index i) {
-      if (--users_[i] > 0 || !pages_[i].physical) return;
-      set_bit(idle_bits_, i, true);
-      mark_idle(i, queue, serial, since);
+      if (--users_[i] > 0 || !is_mapped(i)) return;
+      set_bit(&bit_words::idle, i, true);
+      stamps_[i] = {serial, since, queue};
       ++idle_count_;
     };
     end_page(first);
@@ -182,18 +184,17 @@ class page_map {
       std::fill(users_.begin() + inside, users_.begin() + last, 0u);
       std::uint32_t idled = 0;
       for_each_word(inside, last - 1, [&](std::size_t w, std::uint64_t mask) {
-        idle_bits_[w] |= mapped_[w] & mask;
-        idled += static_cast<std::uint32_t>(std::popcount(mapped_[w] & mask));
+        bits_[w].idle |= bits_[w].mapped & mask;
+        idled += static_cast<std::uint32_t>(std::popcount(bits_[w].mapped & mask));
         return true;
       });
       idle_count_ += idled;
       if (idled == last - inside) {  // usually every page is mapped: one run
-        std::fill(queue_.begin() + inside, queue_.begin() + last, queue);
-        std::fill(free_serial_.begin() + inside, free_serial_.begin() + last, serial);
-        std::fill(idle_since_.begin() + inside, idle_since_.begin() + last, since);
+        std::fill(stamps_.begin() + inside, stamps_.begin() + last,
+                  idle_stamp{serial, since, queue});
       } else {
         for (page_index i = inside; i < last; ++i)
-          if (pages_[i].physical) mark_idle(i, queue, serial, since);
+          if (is_mapped(i)) stamps_[i] = {serial, since, queue};
       }
     }
     return idle_count_ != idle_before;
@@ -202,8 +203,8 @@ class page_map {
   // Calls visit(i) for each idle page, lowest first (a scan of the idle bitmap).
   template <class Visit>
   void visit_idle(Visit&& visit) const {
-    for (std::size_t w = 0; w < idle_bits_.size(); ++w) {
-      for (std::uint64_t bits = idle_bits_[w]; bits != 0; bits &= bits - 1)
+    for (std::size_t w = 0; w < bits_.size(); ++w) {
+      for (std::uint64_t bits = bits_[w].idle; bits != 0; bits &= bits - 1)
         visit(static_cast<page_index>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
     }
   }
@@ -213,7 +214,7 @@ class page_map {
   std::vector<page_index> calculate_idle_by_age() const {
     std::vector<std::pair<std::uint64_t, page_index>> aged;
     aged.reserve(idle_count_);
-    visit_idle([&](page_index i) { aged.emplace_back(idle_since_[i], i); });
+    visit_idle([&](page_index i) { aged.emplace_back(stamps_[i].since, i); });
     std::sort(aged.begin(), aged.end());
     std::vector<page_index> order;
     order.reserve(aged.size());
@@ -226,7 +227,7 @@ class page_map {
     if (pages_.empty() || to < from) return kNone;
     if (to >= pages_.size()) to = static_cast<page_index>(pages_.size() - 1);
     for (std::uint64_t w = to / 64 + 1; w-- > from / 64;) {
-      std::uint64_t bits = idle_bits_[w];
+      std::uint64_t bits = bits_[w].idle;
       if (w == to / 64 && to % 64 != 63) bits &= (std::uint64_t{1} << (to % 64 + 1)) - 1;
       if (w == from / 64) bits &= ~std::uint64_t{0} << (from % 64);
       if (bits)
@@ -238,9 +239,9 @@ class page_map {
 
   // Marks page i idle or not (it must not be so already).
   void set_idle(page_index i, bool idle) {
-    set_bit(idle_bits_, i, idle);
+    set_bit(&bit_words::idle, i, idle);
     if (idle) {
-      idle_since_[i] = ++idle_events_;
+      stamps_[i].since = ++idle_events_;
       ++idle_count_;
     } else {
       --idle_count_;
@@ -251,12 +252,8 @@ class page_map {
   [[gnu::noinline]] void grow(page_index i) {
     pages_.resize(i + 1);
     users_.resize(i + 1);
-    queue_.resize(i + 1);
-    free_serial_.resize(i + 1);
-    idle_since_.resize(i + 1);
-    usable_.resize(i / 64 + 1);
-    mapped_.resize(i / 64 + 1);
-    idle_bits_.resize(i / 64 + 1);
+    stamps_.resize(i + 1);
+    bits_.resize(i / 64 + 1);
   }
 
   // visit(word, mask) for each word of the bitmaps that [first, last] covers, the mask
@@ -271,32 +268,36 @@ class page_map {
     }
   }
 
-  void mark_idle(page_index i, queue_id queue, serial_t serial, std::uint64_t since) {
-    set_last_use(i, queue, serial);
-    idle_since_[i] = since;
-  }
-  static void set_bit(std::vector<std::uint64_t>& bits, page_index i, bool on) {
+  // The three bitmaps, a word of each together: a page's bits are one cache line.
+  struct bit_words {
+    std::uint64_t usable = 0;  // bit i: page i is mapped and not busy
+    std::uint64_t mapped = 0;  // bit i: page i is mapped (busy or not)
+    std::uint64_t idle = 0;    // bit i: page i is idle
+  };
+  // What an idle page's last free wrote, together.
+  struct idle_stamp {
+    serial_t free_serial = 0;  // when its last user was freed
+    std::uint64_t since = 0;   // when it became idle (idle_events_ then)
+    queue_id queue = 0;        // queue of its last user
+  };
+  void set_bit(std::uint64_t bit_words::*bitmap, page_index i, bool on) {
     const std::uint64_t bit = std::uint64_t{1} << (i % 64);
     if (on)
-      bits[i / 64] |= bit;
+      bits_[i / 64].*bitmap |= bit;
     else
-      bits[i / 64] &= ~bit;
+      bits_[i / 64].*bitmap &= ~bit;
   }
   void update_usable(page_index i) {
-    set_bit(usable_, i, pages_[i].physical != 0 && !pages_[i].busy);
+    set_bit(&bit_words::usable, i, pages_[i].physical != 0 && !pages_[i].busy);
   }
 
   std::vector<page> pages_;
-  std::vector<std::uint32_t> users_;       // live blocks touching each page
-  std::vector<queue_id> queue_;            // idle: queue of its last user
-  std::vector<serial_t> free_serial_;      // idle: when its last user was freed
-  std::vector<std::uint64_t> idle_since_;  // idle: when it became so (idle_events_ then)
-  std::vector<std::uint64_t> usable_;      // bit i: page i is mapped and not busy
-  std::vector<std::uint64_t> mapped_;      // bit i: page i is mapped (busy or not)
-  std::vector<std::uint64_t> idle_bits_;   // bit i: page i is idle
-  std::size_t shadow_count_ = 0;           // pages with a shadow
-  std::uint32_t idle_count_ = 0;           // idle pages (bits set)
-  std::uint64_t idle_events_ = 0;          // calls that left pages idle, ever
+  std::vector<std::uint32_t> users_;  // live blocks touching each page
+  std::vector<idle_stamp> stamps_;    // idle pages: their last free
+  std::vector<bit_words> bits_;       // word w: pages [64 w, 64 w + 64)
+  std::size_t shadow_count_ = 0;      // pages with a shadow
+  std::uint32_t idle_count_ = 0;      // idle pages (bits set)
+  std::uint64_t idle_events_ = 0;     // calls that left pages idle, ever
 };
 
 }  // namespace memkit::placement
