@@ -202,13 +202,6 @@ arena::~arena() {
 }
 
 // A block's offset is from its segment: the range's, or a region's inside it.
-std::uint32_t arena::first_page(const block* b) const {
-  return page_of(b->owner->base - base_ + b->offset);
-}
-std::uint32_t arena::last_page(const block* b) const {
-  return page_of(b->owner->base - base_ + b->offset + b->size - 1);
-}
-
 pools::segment_pool& arena::pool_of(const block* b) { return *b->owner->pool; }
 
 const arena::plan_region* arena::find_region(const block* placeholder) const {

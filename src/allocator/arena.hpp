@@ -235,8 +235,12 @@ class arena {
   std::uint32_t page_of(std::size_t offset) const {
     return static_cast<std::uint32_t>(offset >> page_shift_);
   }
-  std::uint32_t first_page(const pools::block* b) const;
-  std::uint32_t last_page(const pools::block* b) const;
+  std::uint32_t first_page(const pools::block* b) const {
+    return page_of(b->owner->base - base_ + b->offset);
+  }
+  std::uint32_t last_page(const pools::block* b) const {
+    return page_of(b->owner->base - base_ + b->offset + b->size - 1);
+  }
 
   backend& device_;
   const fence_tracker& fences_;
@@ -255,12 +259,12 @@ class arena {
   bool placed_any_ = false;             // a block was ever placed
   queue_id sole_queue_ = 0;             // the queue of every block so far, while only_one_queue_
   bool only_one_queue_ = true;          // then free ranges merge by queue (segment_pool::can_merge)
-  placement::loop_plan loop_;           // learns a repeating sequence of requests and plans it
   bool plan_loops_ = true;              // requests go through loop_
   std::uint64_t moves_ = 0;             // pages stolen and waits for them, so far
   std::uint64_t moves_at_start_ = 0;    // moves_ when the loop's last repetition began
   std::uint64_t last_free_serial_ = 0;  // the serial of the last free
   std::vector<std::unique_ptr<plan_region>> regions_;  // the current plan's is last
+  placement::loop_plan loop_;  // learns a repeating sequence of requests and plans it
 };
 
 }  // namespace memkit

@@ -261,11 +261,27 @@ class loop_plan {
   bool revive(std::uint64_t serial);
   const request& at(std::uint64_t serial) const { return history_[serial - first_serial_]; }
 
-  // Learning.
-  request_ring history_;              // requests first_serial_ .. next_serial_ - 1
-  std::uint64_t first_serial_ = 0;    // serial of history_[0]
+  // What every request and free reads, together (the calls find them cold: each
+  // cache line is a fetch).
   std::uint64_t next_serial_ = 0;     // serial of the next request
   std::uint64_t time_ = 0;            // requests and frees so far
+  std::uint64_t first_serial_ = 0;    // serial of history_[0]
+  std::uint64_t record_until_ = 0;    // under a plan, requests before it are kept
+  std::uint64_t resting_until_ = 0;   // learning rests before this serial
+  std::uint64_t learning_since_ = 0;  // serial from which learning found no loop yet
+  std::size_t position_ = 0;          // position of the last request
+  std::uint64_t offset_ = kNone;      // where the last request goes
+  std::uint64_t region_bytes_ = 0;    // the region asked for: the height, once the plan held
+  std::uint64_t cycles_ = 0;          // repetitions started since the plan was made
+  phase phase_ = phase::learning;
+  bool region_ready_ = false;
+  bool relearn_ = false;                // too many unplanned: learn again at the next request
+  std::vector<std::uint64_t> sizes_;    // the plan, per position of the loop: its size
+  std::vector<queue_id> queues_;        // ... the request's queue
+  std::vector<std::uint64_t> offsets_;  // ... offset in the region, or kNone
+
+  // Learning.
+  request_ring history_;              // requests first_serial_ .. next_serial_ - 1
   window_table windows_;              // window hash -> last serial
   std::uint64_t window_hash_ = 0;     // polynomial hash of the kWindow sizes ...
   std::uint64_t window_end_ = kNone;  // ... up to this serial (kNone: none yet)
@@ -298,40 +314,27 @@ class loop_plan {
   std::uint64_t declined_until_ = 0;           // ... not tried again before this serial
   std::vector<std::size_t> searched_periods_;  // periods whose plan was searched
   // The plan.
-  phase phase_ = phase::learning;
-  std::vector<std::uint64_t> sizes_;  // per position of the loop
-  std::vector<queue_id> queues_;      // per position: the request's queue
-  queue_id plan_queue_ = 0;           // see get_plan_queue
-  std::vector<stored_plan> stored_;   // least recently used first
-  bool revived_ = false;              // see is_revived
+  queue_id plan_queue_ = 0;          // see get_plan_queue
+  std::vector<stored_plan> stored_;  // least recently used first
+  bool revived_ = false;             // see is_revived
   std::uint64_t revivals_ = 0;
-  std::vector<std::uint64_t> offsets_;           // per position: offset in the region, or kNone
   planner::instance deferred_search_;            // the plan's buffers, while its search waits
   std::vector<std::size_t> deferred_positions_;  // ... and each one's position
   std::uint64_t planned_height_ = 0;             // height of the plan
-  std::uint64_t region_bytes_ = 0;    // the region asked for: the height, once the plan held
-  std::uint64_t cycles_ = 0;          // repetitions started since the plan was made
-  std::uint64_t lost_at_ = 0;         // serial of the request that lost the loop
-  std::uint64_t record_until_ = 0;    // under a plan, requests before it are kept
-  std::uint64_t learning_since_ = 0;  // serial from which learning found no loop yet
-  std::uint64_t resting_until_ = 0;   // learning rests before this serial
-  std::uint64_t load_ = 0;            // LOAD of the planned blocks
-  bool region_ready_ = false;
-  std::size_t position_ = 0;           // position of the last request
-  std::uint64_t offset_ = kNone;       // where the last request goes
-  std::uint64_t missed_ = 0;           // planned requests placed online
-  std::uint64_t losses_ = 0;           // times the loop was lost
-  std::uint64_t checks_ = 0;           // periods checked
-  std::uint64_t plans_ = 0;            // plans made
-  std::uint64_t searches_ = 0;         // searches run
-  std::uint64_t declines_ = 0;         // plans declined as too high ...
-  std::uint64_t declined_load_ = 0;    // ... the lowest over its LOAD: its LOAD
-  std::uint64_t declined_height_ = 0;  // ... and height
-  std::uint64_t placed_ = 0;           // planned requests placed at their offsets
-  std::uint64_t unplanned_ = 0;        // positions unplanned
-  std::uint64_t unplanned_bytes_ = 0;  // their sizes, under this plan
-  bool relearn_ = false;               // too many: learn again at the next request
-  std::uint64_t relearns_ = 0;         // times that happened
+  std::uint64_t lost_at_ = 0;                    // serial of the request that lost the loop
+  std::uint64_t load_ = 0;                       // LOAD of the planned blocks
+  std::uint64_t missed_ = 0;                     // planned requests placed online
+  std::uint64_t losses_ = 0;                     // times the loop was lost
+  std::uint64_t checks_ = 0;                     // periods checked
+  std::uint64_t plans_ = 0;                      // plans made
+  std::uint64_t searches_ = 0;                   // searches run
+  std::uint64_t declines_ = 0;                   // plans declined as too high ...
+  std::uint64_t declined_load_ = 0;              // ... the lowest over its LOAD: its LOAD
+  std::uint64_t declined_height_ = 0;            // ... and height
+  std::uint64_t placed_ = 0;                     // planned requests placed at their offsets
+  std::uint64_t unplanned_ = 0;                  // positions unplanned
+  std::uint64_t unplanned_bytes_ = 0;            // their sizes, under this plan
+  std::uint64_t relearns_ = 0;                   // times that happened
   // A request known to be at a position: every later one is at the next, until a loss.
   std::uint64_t synced_serial_ = kNone;  // kNone: no plan followed since the last loss
   std::size_t synced_position_ = 0;      // the position of synced_serial_
