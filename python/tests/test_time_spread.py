@@ -38,3 +38,12 @@ def test_a_file_that_is_not_a_compare_run_is_named(tmp_path):
                          timeout=60)
     assert out.returncode != 0
     assert "bad.json" in out.stderr and "[time_spread]" in out.stderr
+
+
+def test_the_sign_test_counts_files_over_and_leaves_ties_out():
+    # 3 of 3 over: 1/8; 2 of 3: (3 + 1) / 8; a tie is not a file of either side.
+    assert time_spread.sign_test([1.1, 1.2, 1.05]) == 0.125
+    assert time_spread.sign_test([1.1, 0.9, 1.05]) == 0.5
+    assert time_spread.sign_test([1.1, 1.0, 1.2, 1.3]) == 0.125
+    assert time_spread.sign_test([0.9, 0.8]) == 1.0
+    assert time_spread.sign_test([]) == 1.0
