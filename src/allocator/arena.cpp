@@ -201,7 +201,6 @@ arena::~arena() {
   device_.release_range(base_, size_);
 }
 
-// A block's offset is from its segment: the range's, or a region's inside it.
 pools::segment_pool& arena::pool_of(const block* b) { return *b->owner->pool; }
 
 const arena::plan_region* arena::find_region(const block* placeholder) const {

@@ -235,6 +235,7 @@ class arena {
   std::uint32_t page_of(std::size_t offset) const {
     return static_cast<std::uint32_t>(offset >> page_shift_);
   }
+  // A block's offset is from its segment: the range's, or a region's inside it.
   std::uint32_t first_page(const pools::block* b) const {
     return page_of(b->owner->base - base_ + b->offset);
   }

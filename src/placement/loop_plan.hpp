@@ -334,7 +334,7 @@ class loop_plan {
   std::uint64_t placed_ = 0;                     // planned requests placed at their offsets
   std::uint64_t unplanned_ = 0;                  // positions unplanned
   std::uint64_t unplanned_bytes_ = 0;            // their sizes, under this plan
-  std::uint64_t relearns_ = 0;                   // times that happened
+  std::uint64_t relearns_ = 0;                   // times relearn_ was set
   // A request known to be at a position: every later one is at the next, until a loss.
   std::uint64_t synced_serial_ = kNone;  // kNone: no plan followed since the last loss
   std::size_t synced_position_ = 0;      // the position of synced_serial_
