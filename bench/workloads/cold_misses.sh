@@ -9,11 +9,8 @@
 set -eu
 driver=$1; trace=$2; policy=${3:-default}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-zcat -f "$trace" > "$work/full.csv"
-cut=$(grep -n "^s$" "$work/full.csv" | sed -n 11p | cut -d: -f1)
-[ -n "$cut" ] || { echo "[cold_misses] $trace has fewer than 11 step markers" >&2; exit 1; }
-head -$((cut - 1)) "$work/full.csv" |
-  sed 's/^# steps: .*/# steps: 10/; s/^# warmup_steps: .*/# warmup_steps: 5/' > "$work/first10.csv"
+source "$(dirname "$0")/steady_split.sh"
+split_steady cold_misses "$trace" "$work"
 count() {
   valgrind --tool=callgrind --cache-sim=yes --D1=32768,8,64 --LL=65536,16,64 --I1=32768,8,64 \
     --callgrind-out-file="$work/$1.out" \
@@ -23,8 +20,7 @@ count() {
     awk '/PROGRAM TOTALS/ {gsub(",", ""); print $1, $3, $5}'
 }
 count full > "$work/full.txt" & count first10 > "$work/first10.txt"; wait
-events_full=$(grep -c "^[af]," "$work/full.csv"); events_first=$(grep -c "^[af]," "$work/first10.csv")
 read -r ir_full mr_full mw_full < "$work/full.txt"; read -r ir_first mr_first mw_first < "$work/first10.txt"
-awk -v n=$((events_full - events_first)) -v i=$((ir_full - ir_first)) \
+awk -v n="$steady_events" -v i=$((ir_full - ir_first)) \
   -v m=$((mr_full + mw_full - mr_first - mw_first)) -v name="$(basename "$trace" | cut -d. -f1)" \
   'BEGIN { printf "%s %.0f instructions, %.2f L1 misses an event\n", name, i / n, m / n }'

@@ -6,16 +6,12 @@
 set -eu
 memkit=$1; trace=$2; shift 2; extra=("$@")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-zcat -f "$trace" > "$work/full.csv"
-cut=$(grep -n "^s$" "$work/full.csv" | sed -n 11p | cut -d: -f1)
-[ -n "$cut" ] || { echo "[steady_instructions] $trace has fewer than 11 step markers" >&2; exit 1; }
-head -$((cut - 1)) "$work/full.csv" |
-  sed 's/^# steps: .*/# steps: 10/; s/^# warmup_steps: .*/# warmup_steps: 5/' > "$work/first10.csv"
+source "$(dirname "$0")/steady_split.sh"
+split_steady steady_instructions "$trace" "$work"
 count() {
   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     --toggle-collect='memkit::allocator::allocate(*' --toggle-collect='memkit::allocator::free(*' \
     "$memkit" replay "$1" ${extra[@]+"${extra[@]}"} 2>&1 >/dev/null | awk '/Collected/ {gsub(",", "", $4); print $4}'
 }
 full=$(count "$work/full.csv"); first=$(count "$work/first10.csv")
-events_full=$(grep -c "^[af]," "$work/full.csv"); events_first=$(grep -c "^[af]," "$work/first10.csv")
-echo "$(basename "$trace" | cut -d. -f1) $(( (full - first) / (events_full - events_first) ))"
+echo "$(basename "$trace" | cut -d. -f1) $(( (full - first) / steady_events ))"
