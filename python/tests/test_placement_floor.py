@@ -61,3 +61,30 @@ def test_partly_used_pages_share_a_physical_page_only_where_their_parts_do_not_o
                                                                       6 * PAGE)
             assert placement_floor.floor(str(path), 1, rule, PAGE, share=True) == (
                 max(live, 8 * MIB), shared_pages * PAGE)
+
+
+def test_pages_paired_when_mapped_share_where_the_parts_are_free_then(tmp_path):
+    # 3, 1, 3 and 1 MiB from 0 (pages 0-3, whole; 8 MiB live); the first 3 and the
+    # last 1 MiB freed leave page 1 with [1, 2) of its physical page used and page 3
+    # with [0, 1). A 4 MiB block above (from 7 MiB) takes page 3's free part, page 4
+    # whole and [0, 1) of a new page 5: five pages touched for 8 MiB live, but page 5
+    # maps page 1's physical page, whose [0, 1) is free: four physical pages.
+    path = tmp_path / "t.trace.csv.gz"
+    write(path, ["s", "a,1,%d,0" % (3 * MIB), "a,2,%d,0" % MIB, "a,3,%d,0" % (3 * MIB),
+                 "a,4,%d,0" % MIB, "f,1", "f,4", "a,5,%d,0" % (4 * MIB)])
+    assert placement_floor.floor(str(path), 1, "best", PAGE) == (8 * MIB, 5 * PAGE)
+    assert placement_floor.floor(str(path), 1, "best", PAGE, pair_at_map=True) == (
+        8 * MIB, 4 * PAGE)
+
+
+def test_pages_paired_when_mapped_are_not_paired_again_later(tmp_path):
+    # As in the sharing test above: the freed 2 MiB block leaves pages 1 and 2 each
+    # half used, parts that do not overlap. Shared at every moment they need one
+    # physical page; bound when first touched (page 2's part then overlapped page 1's
+    # physical page's), they keep two.
+    path = tmp_path / "t.trace.csv.gz"
+    write(path, ["s", "a,1,%d,0" % (3 * MIB), "a,2,%d,0" % (2 * MIB), "a,3,%d,0" % (3 * MIB),
+                 "f,2", "a,4,%d,0" % (4 * MIB)])
+    assert placement_floor.floor(str(path), 1, "best", PAGE, share=True) == (10 * MIB, 5 * PAGE)
+    assert placement_floor.floor(str(path), 1, "best", PAGE, pair_at_map=True) == (
+        10 * MIB, 6 * PAGE)
