@@ -45,6 +45,7 @@ struct replay_settings {
   bool order_queues = trace::replay_options{}.order_queues;
   std::uint32_t device_lag = 0;
   std::uint64_t lag_seed = 0;
+  bool empty_cache_each_step = false;
   bool min_capacity = false;
   bool at_peak = false;
   bool json = false;
@@ -189,7 +190,8 @@ void print_table(const trace::report_section& section) {
   }
   char slack[48];
   std::snprintf(slack, sizeof slack, ", arena slack %g", section.options.arena_slack);
-  line("device", device + ", policy " + reports::policy_name(section.options.policy) + slack);
+  line("device", device + ", policy " + reports::policy_name(section.options.policy) + slack +
+                     (section.options.empty_cache_each_step ? ", cache emptied each step" : ""));
   if (!result.completed) {
     line("OUT OF MEMORY", "at trace line " + std::to_string(result.failed_line));
     line("", result.failure);
@@ -234,10 +236,15 @@ void print_table(const trace::report_section& section) {
                   per_step(result.maps, trace.steps), per_step(result.unmaps, trace.steps));
     std::string text = steps;
     if (result.has_unmaps_after_warmup) {
-      std::snprintf(
-          steps, sizeof steps, "; %.1f unmaps per step after the warmup",
-          per_step(result.unmaps_after_warmup, trace.step_starts.size() - trace.warmup_steps));
+      const std::uint64_t after = trace.step_starts.size() - trace.warmup_steps;
+      std::snprintf(steps, sizeof steps, "; %.1f unmaps per step after the warmup",
+                    per_step(result.unmaps_after_warmup, after));
       text += steps;
+      if (section.options.device == backend_kind::sim) {
+        std::snprintf(steps, sizeof steps, " (device calls %.2f ms a step, modelled)",
+                      per_step(result.simulated_backend_ns_after_warmup, after) / 1e6);
+        text += steps;
+      }
     }
     line("steps", text);
   }
@@ -305,6 +312,7 @@ void run_replay(const replay_settings& settings) {
   options.order_queues = settings.order_queues;
   options.device_lag = settings.device_lag;
   options.lag_seed = settings.lag_seed;
+  options.empty_cache_each_step = settings.empty_cache_each_step;
   if (settings.device_lag > 0 && options.device != backend_kind::sim) {
     throw CLI::ValidationError("--device-lag", "needs the simulated device (--backend sim)");
   }
@@ -445,6 +453,9 @@ void add_replay_command(CLI::App& app) {
   command->add_option("--lag-seed", settings->lag_seed,
                       "with --device-lag: draw each event's lag from 0 to the lag with this seed "
                       "(0: every event lags the same)");
+  command->add_flag("--empty-cache-each-step", settings->empty_cache_each_step,
+                    "give every cached byte back at each step marker but the first, as a "
+                    "program that calls torch.cuda.empty_cache() once a step");
   command->add_flag("--min-capacity", settings->min_capacity,
                     "also find the smallest capacity (1 MiB steps) the trace runs in");
   command->add_flag("--at-peak", settings->at_peak,

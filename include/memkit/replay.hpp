@@ -38,6 +38,9 @@ struct replay_options {
   std::uint32_t device_lag = 0;  // sim only: events a stream's work finishes after it is issued
   std::uint64_t lag_seed = 0;    // with device_lag: 0 fixed; else each event's lag is drawn
                                  // from [0, device_lag] with this seed
+  // At every step marker but the first, allocator::clear_cache(): a program that calls
+  // torch.cuda.empty_cache() once a step.
+  bool empty_cache_each_step = false;
   // Called every few thousand events with (events done, events in all).
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
@@ -67,8 +70,9 @@ struct replay_result {
   std::vector<std::uint64_t> unmaps_by_step;
   std::uint64_t waits = 0;                 // sim only: waits on unfinished fences (host stalls)
   std::uint64_t simulated_backend_ns = 0;  // sim only: the device's modelled cost of those calls
-  std::uint64_t fences_recorded = 0;       // sim only: fences recorded on the device's queues
-  std::uint64_t loop_ns = 0;               // wall time of the replay loop only
+  std::uint64_t simulated_backend_ns_after_warmup = 0;  // sim only: of it, from the warm-up's end
+  std::uint64_t fences_recorded = 0;  // sim only: fences recorded on the device's queues
+  std::uint64_t loop_ns = 0;          // wall time of the replay loop only
   double ns_per_event = 0;
   double ns_per_event_after_warmup = 0;  // the steady state: the steps after the warm-up
   statistics final_statistics;

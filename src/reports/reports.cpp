@@ -100,6 +100,7 @@ nlohmann::json replay_json(const trace::report_section& section) {
     out["unfinished_waits"] = result.waits;
   }
   out["queue_orders"] = result.final_statistics.queue_orders;
+  if (section.options.empty_cache_each_step) out["empty_cache_each_step"] = true;
   const loop_report& loop = result.loop;
   out["loop_plan"] = {{"period", loop.period},
                       {"load_bytes", loop.load_bytes},
@@ -118,6 +119,9 @@ nlohmann::json replay_json(const trace::report_section& section) {
     out["ns_per_event_after_warmup"] = result.ns_per_event_after_warmup;
   if (sim) {
     out["simulated_backend_ns"] = result.simulated_backend_ns;
+    if (result.has_unmaps_after_warmup)
+      out["simulated_backend_ns_after_warmup_per_step"] = per_step(
+          result.simulated_backend_ns_after_warmup, trace.step_starts.size() - trace.warmup_steps);
     out["fences_recorded"] = result.fences_recorded;
   }
   out["replay_ns"] = result.loop_ns;

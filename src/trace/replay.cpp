@@ -218,13 +218,18 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
     return run_events(trace, setup, addresses, first, stop, result, [](std::uint64_t) {});
   };
 
+  const auto* sim = dynamic_cast<const sim_backend*>(setup.device.get());
+  std::uint64_t simulated_at_warmup = 0;
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t unmaps_before = 0;
   for (std::size_t k = 0; k < pauses.size(); ++k) {
+    if (options.empty_cache_each_step && k > 0 && k < trace.step_starts.size())
+      setup.memory->clear_cache();
     if (after_warmup && k == trace.warmup_steps) {
       at_warmup = setup.memory->get_statistics();
       events_at_warmup = result.events;
       warmup_end = std::chrono::steady_clock::now();
+      if (sim) simulated_at_warmup = sim->get_counters().simulated_ns;
     }
     result.events = run(result.events, std::max(result.events, pauses[k]));
     if (!result.completed) break;
@@ -267,8 +272,10 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
           static_cast<double>(events);
     }
   }
-  if (const auto* sim = dynamic_cast<const sim_backend*>(setup.device.get())) {
+  if (sim) {
     result.simulated_backend_ns = sim->get_counters().simulated_ns;
+    if (result.has_unmaps_after_warmup)
+      result.simulated_backend_ns_after_warmup = result.simulated_backend_ns - simulated_at_warmup;
     result.fences_recorded = sim->get_counters().fences_recorded;
     result.waits = sim->get_counters().unfinished_waits;
   }

@@ -197,6 +197,40 @@ TEST(trace_replay, unmaps_after_the_warmup_are_those_after_its_marker) {
   EXPECT_FALSE(one.has_unmaps_after_warmup);
 }
 
+// A loop that empties the cache every step: each step's arena pages are made and
+// given back again (segments: each step's segments), where without it the steps after
+// the first reuse them; the modelled device time after the warm-up says what it costs.
+TEST(trace_replay, emptying_the_cache_each_step_gives_back_and_remakes_the_pages) {
+  std::string text = "# warmup_steps: 1\n";
+  int id = 0;
+  for (int step = 0; step < 4; ++step) {
+    text += "s\n";
+    const int first = id;
+    for (int k = 0; k < 3; ++k) text += "a," + std::to_string(id++) + ",8388608,0\n";
+    for (int k = first; k < id; ++k) text += "f," + std::to_string(k) + "\n";
+  }
+  const trace_data trace = parse(text, "steps.csv");
+  replay_options kept;
+  kept.policy = pool_policy::arena;
+  replay_options emptied = kept;
+  emptied.empty_cache_each_step = true;
+  const replay_result reused = replay(trace, kept);
+  const replay_result remade = replay(trace, emptied);
+  ASSERT_TRUE(reused.completed && remade.completed && remade.has_unmaps_after_warmup);
+  EXPECT_EQ(reused.maps_after_warmup, 0u) << "the first step's pages serve the others";
+  EXPECT_EQ(reused.simulated_backend_ns_after_warmup, 0u);
+  EXPECT_EQ(remade.maps_after_warmup, 3u * 12u) << "12 pages made again in each later step";
+  EXPECT_EQ(remade.unmaps, 3u * 12u) << "and given back before it";
+  EXPECT_GT(remade.simulated_backend_ns_after_warmup, 0u);
+  EXPECT_EQ(remade.peak_reserved_bytes, reused.peak_reserved_bytes);
+
+  replay_options segments = emptied;
+  segments.policy = pool_policy::segments;
+  const replay_result segmented = replay(trace, segments);
+  ASSERT_TRUE(segmented.completed);
+  EXPECT_EQ(segmented.backend_frees, 3u * 3u) << "each step's three segments given back";
+}
+
 // Watching a replay changes nothing in it: small blocks park in the thread caches
 // and new small segments are looked up while the run goes on.
 TEST(trace_replay, an_observed_replay_is_the_replay) {
