@@ -74,6 +74,10 @@ struct replay_setup {
   std::vector<std::vector<submission>> submitted_at;
   std::unique_ptr<allocator> memory;
   std::vector<queue_id> queue_of_stream;
+  // replay_options::empty_cache_each_step: the events before which the cache is
+  // emptied (the step starts but the first), and the next of them.
+  std::vector<std::uint64_t> clear_cache_at;
+  std::size_t next_clear = 0;
 };
 
 replay_setup make_setup(const trace_data& trace, const replay_options& options,
@@ -122,6 +126,8 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
     setup.queue_of_stream.push_back(static_cast<queue_id>(stream % queue_count));
   }
   if (setup.queue_of_stream.empty()) setup.queue_of_stream.push_back(0);
+  if (options.empty_cache_each_step && trace.step_starts.size() > 1)
+    setup.clear_cache_at.assign(trace.step_starts.begin() + 1, trace.step_starts.end());
   return setup;
 }
 
@@ -143,6 +149,11 @@ std::uint64_t run_events(const trace_data& trace, replay_setup& setup,
     for (; index < stop; ++index) {
       const event& e = events[index];
       const queue_id queue = setup.queue_of_stream[e.stream];
+      while (setup.next_clear < setup.clear_cache_at.size() &&
+             setup.clear_cache_at[setup.next_clear] <= index) {
+        memory.clear_cache();
+        ++setup.next_clear;
+      }
       if (e.kind == action::allocate) {
         if (e.size > largest) [[unlikely]] {
           result.completed = false;
@@ -223,8 +234,6 @@ replay_result replay(const trace_data& trace, const replay_options& options) {
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t unmaps_before = 0;
   for (std::size_t k = 0; k < pauses.size(); ++k) {
-    if (options.empty_cache_each_step && k > 0 && k < trace.step_starts.size())
-      setup.memory->clear_cache();
     if (after_warmup && k == trace.warmup_steps) {
       at_warmup = setup.memory->get_statistics();
       events_at_warmup = result.events;

@@ -223,6 +223,16 @@ TEST(trace_replay, emptying_the_cache_each_step_gives_back_and_remakes_the_pages
   EXPECT_EQ(remade.unmaps, 3u * 12u) << "and given back before it";
   EXPECT_GT(remade.simulated_backend_ns_after_warmup, 0u);
   EXPECT_EQ(remade.peak_reserved_bytes, reused.peak_reserved_bytes);
+  // The recorded history (--html, --pytorch-snapshot) runs the same loop.
+  const auto unmapped_bytes = [&](const replay_options& options) {
+    std::size_t bytes = 0;
+    for (const history_event& e : record_history(trace, options).entries) {
+      if (e.kind == history_event::kinds::segment_unmap) bytes += e.size;
+    }
+    return bytes;
+  };
+  EXPECT_EQ(unmapped_bytes(kept), 0u);
+  EXPECT_EQ(unmapped_bytes(emptied), 3u * 12u * 2u * kMiB);
 
   replay_options segments = emptied;
   segments.policy = pool_policy::segments;
