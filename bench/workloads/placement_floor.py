@@ -34,11 +34,16 @@ class Range:
         self.users = {}  # page -> live blocks touching it
         self.parts = {}  # first or last page of a live block -> [(start, end)] within it
 
+    def part(self, offset, size, p):
+        """The bytes of page p that the block [offset, offset + size) uses, within it."""
+        start = max(offset, p * self.page) - p * self.page
+        end = min(offset + size, (p + 1) * self.page) - p * self.page
+        return start, end
+
     def note(self, offset, size, sign):
         """Live blocks' parts on their first and last pages (inner pages are whole)."""
         for p in {offset // self.page, (offset + size - 1) // self.page}:
-            start = max(offset, p * self.page) - p * self.page
-            end = min(offset + size, (p + 1) * self.page) - p * self.page
+            start, end = self.part(offset, size, p)
             parts = self.parts.setdefault(p, [])
             if sign > 0:
                 parts.append((start, end))
@@ -121,11 +126,6 @@ class PairedRange(Range):
         self.next_physical = 0
         self.whole = 0      # physical pages under inner (whole) pages of live blocks
 
-    def part(self, offset, size, p):
-        start = max(offset, p * self.page) - p * self.page
-        end = min(offset + size, (p + 1) * self.page) - p * self.page
-        return start, end
-
     def edges(self, offset, size):
         """The block's partly used pages, each with its part: {page: (start, end)}."""
         out = {}
@@ -152,7 +152,7 @@ class PairedRange(Range):
             offset, room = self.free[i]
             if room < size:
                 continue
-            for start in (offset, -(-offset // self.page) * self.page):
+            for start in sorted({offset, -(-offset // self.page) * self.page}):
                 if start + size <= offset + room and self.fits(start, size):
                     return self.take_at(i, start, size)
         raise AssertionError("the range is unbounded: some place always fits")
