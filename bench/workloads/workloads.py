@@ -92,6 +92,10 @@ def read_call_time(lib):
     return ns.value, count.value
 
 
+# Set for compare's children by --empty-cache-each-step.
+EMPTY_CACHE_ENV = "WORKLOADS_EMPTY_CACHE"
+
+
 def run_steps(step, warmup, steps, before_step=lambda: None, after_warmup=lambda: None,
               enqueue_times=None):
     """Runs the loop as compare times it, and record records it: warm-up steps whose
@@ -132,7 +136,14 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
     lib = None
     if kind == "memkit":
         lib = use_memkit(lib_path, "workloads")
-    step = make_loop(name, seed)
+    loop_step = make_loop(name, seed)
+    empty_cache = os.environ.get(EMPTY_CACHE_ENV) == "1"
+
+    def step():  # with --empty-cache-each-step, as a script that empties it every step
+        loss = loop_step()
+        if empty_cache:
+            torch.cuda.empty_cache()
+        return loss
     before = {}
 
     def read_before():
@@ -143,6 +154,8 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
     call_time_before = before.get("call_time")
     result = {"loop": name, "allocator": allocator, "step_ms": statistics.median(times),
               "step_times_ms": times, "losses": losses}
+    if empty_cache:
+        result["empty_cache_each_step"] = True
     if lib:
         stats = read_statistics(lib)
         result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
@@ -278,6 +291,7 @@ def command_compare(args):
         for spec in run_order(args.allocators, args.repeats, index):
             _, env_extra, spec_lib = parse_allocator(spec)
             env = dict(os.environ, **env_extra)
+            env[EMPTY_CACHE_ENV] = "1" if args.empty_cache_each_step else "0"
             result, error = run_child(["--child-compare", name, spec, spec_lib or lib or "",
                                        str(args.warmup), str(args.steps), str(args.seed)], env)
             if error:
@@ -457,6 +471,9 @@ def main():
     compare.add_argument("--warmup", type=int, default=RECORD_WARMUP)
     compare.add_argument("--steps", type=int, default=COMPARE_STEPS)
     compare.add_argument("--repeats", type=int, default=1)
+    compare.add_argument("--empty-cache-each-step", action="store_true",
+                         help="call torch.cuda.empty_cache() at the end of every step, inside "
+                         "its timing, as some scripts do")
     compare.add_argument("--allocators", nargs="+", default=["pytorch", "expandable", "memkit"])
     compare.add_argument("--json", help="write every run's result here (after each run)")
     compare.add_argument("--deadline", type=float, default=0,
