@@ -45,7 +45,7 @@ struct sim_options {
   std::uint64_t create_page_ns = 9'800;
   std::uint64_t release_page_ns = 14'000;
   std::uint64_t map_ns = 1'100;
-  std::uint64_t set_access_ns = 30'000;
+  std::uint64_t set_access_ns = 30'000;  // for each mapping the call covers
   std::uint64_t unmap_ns = 21'000;
   std::uint64_t record_fence_ns = 220;  // cudaEventRecord
   std::uint64_t query_fence_ns = 170;   // cudaEventQuery

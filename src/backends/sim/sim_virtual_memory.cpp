@@ -113,10 +113,17 @@ void sim_backend::set_access(address_t at, std::size_t bytes) {
   const std::size_t g = facts_.granularity;
   range* r = find_range(at, bytes);
   if (!r) refuse("set_access", "the range is not reserved");
-  if (at % g || !is_mapped(*r, at - r->base, bytes))
+  const std::size_t offset = at - r->base;
+  if (at % g || !is_mapped(*r, offset, bytes))
     refuse("set_access", "part of the range is not mapped");
   counters_.set_accesses++;
-  counters_.simulated_ns += options_.set_access_ns;
+  // One call over many mappings costs about what one call each would: the driver sets
+  // each physical handle's access (docs/BENCHMARKS.md, ../shared/device-costs.md).
+  std::size_t handles = 0;
+  for (auto it = std::prev(r->mapped.upper_bound(offset));
+       it != r->mapped.end() && it->first < offset + bytes; ++it)
+    ++handles;
+  counters_.simulated_ns += options_.set_access_ns * handles;
 }
 
 void sim_backend::unmap(address_t at, std::size_t bytes) {
