@@ -71,6 +71,37 @@ TEST(sim_virtual_memory, a_partial_unmap_splits_the_mapping) {
   sim.release_range(base, 1 << 20);
 }
 
+// Setting access over a range costs what the driver does: once for each mapping the
+// call covers (three pages mapped one by one), once for one mapping of three pages.
+TEST(sim_virtual_memory, setting_access_costs_once_for_each_mapping_it_covers) {
+  sim_options o;
+  o.granularity = 4096;
+  sim_backend sim(o);
+  const address_t base = sim.reserve_range(8 * 4096);
+  page_id pages[3];
+  for (int k = 0; k < 3; ++k) {
+    pages[k] = sim.create_page(4096);
+    sim.map(base + static_cast<std::size_t>(k) * 4096, pages[k], 4096);
+  }
+  const page_id wide = sim.create_page(3 * 4096);
+  sim.map(base + 4 * 4096, wide, 3 * 4096);
+  std::uint64_t before = sim.get_counters().simulated_ns;
+  sim.set_access(base, 3 * 4096);
+  EXPECT_EQ(sim.get_counters().simulated_ns - before, 3 * o.set_access_ns);
+  before = sim.get_counters().simulated_ns;
+  sim.set_access(base + 4 * 4096, 3 * 4096);
+  EXPECT_EQ(sim.get_counters().simulated_ns - before, o.set_access_ns);
+  before = sim.get_counters().simulated_ns;
+  sim.set_access(base + 4096, 4096);  // the middle page alone
+  EXPECT_EQ(sim.get_counters().simulated_ns - before, o.set_access_ns);
+  EXPECT_EQ(sim.get_counters().set_accesses, 3u);
+  for (int k = 0; k < 3; ++k) sim.unmap(base + static_cast<std::size_t>(k) * 4096, 4096);
+  sim.unmap(base + 4 * 4096, 3 * 4096);
+  for (const page_id page : pages) sim.release_page(page, 4096);
+  sim.release_page(wide, 3 * 4096);
+  sim.release_range(base, 8 * 4096);
+}
+
 TEST(sim_virtual_memory, the_arena_maps_pages_of_at_least_4_kib) {
   sim_options o;
   o.granularity = 1;
