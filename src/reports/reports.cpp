@@ -44,6 +44,8 @@ nlohmann::json replay_json(const trace::report_section& section) {
   const trace::trace_data& trace = *section.trace;
   const trace::replay_result& result = section.result;
   const bool sim = section.options.device == trace::backend_kind::sim;
+  // The steps the "after the warm-up" figures count (read only with has_unmaps_after_warmup).
+  const std::uint64_t steps_after_warmup = trace.step_starts.size() - trace.warmup_steps;
   nlohmann::json out;
   out["trace"] = trace.name;
   out["path"] = trace.path;
@@ -85,14 +87,11 @@ nlohmann::json replay_json(const trace::report_section& section) {
     }
   }
   if (result.has_unmaps_after_warmup) {
-    out["unmaps_after_warmup_per_step"] =
-        per_step(result.unmaps_after_warmup, trace.step_starts.size() - trace.warmup_steps);
-    out["maps_after_warmup_per_step"] =
-        per_step(result.maps_after_warmup, trace.step_starts.size() - trace.warmup_steps);
-    out["moves_after_warmup_per_step"] =
-        per_step(result.moves_after_warmup, trace.step_starts.size() - trace.warmup_steps);
+    out["unmaps_after_warmup_per_step"] = per_step(result.unmaps_after_warmup, steps_after_warmup);
+    out["maps_after_warmup_per_step"] = per_step(result.maps_after_warmup, steps_after_warmup);
+    out["moves_after_warmup_per_step"] = per_step(result.moves_after_warmup, steps_after_warmup);
     out["returns_after_warmup_per_step"] =
-        per_step(result.returns_after_warmup, trace.step_starts.size() - trace.warmup_steps);
+        per_step(result.returns_after_warmup, steps_after_warmup);
   }
   if (section.options.device_lag > 0) {
     out["device_lag"] = section.options.device_lag;
@@ -120,8 +119,8 @@ nlohmann::json replay_json(const trace::report_section& section) {
   if (sim) {
     out["simulated_backend_ns"] = result.simulated_backend_ns;
     if (result.has_unmaps_after_warmup)
-      out["simulated_backend_ns_after_warmup_per_step"] = per_step(
-          result.simulated_backend_ns_after_warmup, trace.step_starts.size() - trace.warmup_steps);
+      out["simulated_backend_ns_after_warmup_per_step"] =
+          per_step(result.simulated_backend_ns_after_warmup, steps_after_warmup);
     out["fences_recorded"] = result.fences_recorded;
   }
   out["replay_ns"] = result.loop_ns;
