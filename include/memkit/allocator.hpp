@@ -53,6 +53,12 @@
 //             idle pages past it (waiting once for their work, as the arena
 //             does), and its empty segments go back before pages move or grow
 //             past it (waiting once for their own queue's work, as for pages).
+//             After clear_cache, pages are made again in groups (up to 16 pages
+//             of one physical allocation, one mapping: one call's cost for many)
+//             until the arena holds as many as before; a group's pages never move
+//             alone, and it goes back whole, once every page of it is idle:
+//               group g mapped <=> every page of g mapped to g's physical page
+//             (released by LRU, or where its pages would have moved).
 //             (allocator/arena.hpp: the range, page map and placement; it reads
 //             the fences and a budget, and returns its page counts.)
 //   loop      (plan_loops) the arena learns a loop that repeats its requests

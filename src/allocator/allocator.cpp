@@ -358,6 +358,7 @@ void allocator::clear_cache() {
     std::lock_guard lock(s.mutex);
     s.flush_thread_caches_locked();
     s.merge_unmerged_locked();
+    if (s.vm) s.vm->note_emptying();
     s.release_until(0, released);
   }
   s.give_back(released);

@@ -8,8 +8,10 @@
 // request a budget; what it changes in the allocator's counters it returns.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <unordered_set>
 #include <utility>
@@ -31,6 +33,8 @@ struct page_plan {
                                                            // (left as its shadow); release:
                                                            // the page to unmap first
   bool unmap_shadow = false;  // map: the page's shadow is unmapped first
+  std::uint32_t pages = 1;    // pages of the physical page from here: more than one
+                              // for a group (0: a later page of the entry before's group)
 };
 
 class arena {
@@ -50,6 +54,9 @@ class arena {
     std::size_t released = 0;
     std::size_t moved = 0;     // pages that came from another place (stolen)
     std::size_t returned = 0;  // pages back where they were still mapped (no call)
+    // Physical pages asked of the backend and given back: a group is one of many pages.
+    std::size_t allocations = 0;
+    std::size_t frees = 0;
   };
   // A block placed and the pages to map under it, between take and finish.
   struct request {
@@ -67,6 +74,11 @@ class arena {
     // Pages that took back their shadow's physical page from its idle home (no call):
     // (page, home), undone by abandon.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> reclaimed;
+    // Idle groups given back (unmapped and released first, by map) to make room for
+    // the pages it creates, in place of pages it would have stolen from them.
+    std::vector<page_plan> dissolved;
+    std::size_t groups_unmapped = 0;   // map: entries of `dissolved` unmapped and released
+    std::uint32_t max_group = 1;       // most pages map() creates as one physical page
     std::size_t shadows_unmapped = 0;  // map: entries of `pages` past their shadow's unmap
     std::size_t creates = 0;           // physical pages to create
     std::size_t reserving = 0;      // their bytes: reserved, for the caller, until finish/abandon
@@ -133,6 +145,10 @@ class arena {
   // Takes such idle pages out, least recently used first (the current plan's region's
   // last), until at least `bytes` are (or none is left).
   page_counts release_idle(std::size_t bytes, std::vector<page_plan>& out);
+  // Before the cache is emptied (allocator::clear_cache): the pages made again until
+  // the arena holds as many as now are made in groups (kRegrowGroupPages), a call
+  // for many pages, for a program that empties its cache every step remakes them all.
+  void note_emptying() { regrow_until_ = std::max(regrow_until_, mapped_pages_ + held_unmapped_); }
   // Without the lock: unmaps (where stolen_from is set) and releases the pages.
   void give_back(const std::vector<page_plan>& pages);
   // After give_back, with the lock: the pages it unmapped may be mapped again (until
@@ -217,6 +233,15 @@ class arena {
   void reclaim(std::uint32_t i, std::uint32_t h);
   void undo_reclaims(request& r);    // moves them back to their homes
   void restore_victims(request& r);  // stolen pages back to the idle pages they came from
+  // Groups outside [first, last] whose every page is idle, its work completed (the
+  // current plan's region's last), until `wanted` pages, into r.dissolved: they go back
+  // whole (map() unmaps and releases them) where single pages would have been stolen.
+  // Returns their pages.
+  std::size_t dissolve_groups(std::uint32_t first, std::uint32_t last, std::size_t wanted,
+                              request& r);
+  void restore_groups(request& r);  // undoes dissolve_groups
+  // Every page of the group idle, not busy, its work completed: it may go back.
+  bool is_group_free(std::uint32_t first) const;
   void tell(std::uint32_t page, bool held) {
     if (listener_) listener_->on_pages(base_ + std::size_t{page} * page_size_, page_size_, held);
   }
@@ -265,6 +290,24 @@ class arena {
   std::uint64_t moves_at_start_ = 0;    // moves_ when the loop's last repetition began
   std::uint64_t last_free_serial_ = 0;  // the serial of the last free
   std::vector<std::unique_ptr<plan_region>> regions_;  // the current plan's is last
+  std::size_t regrow_until_ = 0;         // pages held when the cache was last emptied;
+                                         // 0 once held again
+  std::vector<std::uint32_t> group_of_;  // per page: its group's first page, or kNone
+  std::map<std::uint32_t, std::uint32_t> group_pages_;  // first page: pages
+
+  std::uint32_t get_group(std::uint32_t i) const {
+    return i < group_of_.size() ? group_of_[i] : placement::page_map::kNone;
+  }
+  void add_group(std::uint32_t first, std::uint32_t pages) {
+    if (group_of_.size() < first + pages)
+      group_of_.resize(first + pages, placement::page_map::kNone);
+    std::fill_n(group_of_.begin() + first, pages, first);
+    group_pages_[first] = pages;
+  }
+  void remove_group(std::uint32_t first, std::uint32_t pages) {
+    std::fill_n(group_of_.begin() + first, pages, placement::page_map::kNone);
+    group_pages_.erase(first);
+  }
   placement::loop_plan loop_;  // learns a repeating sequence of requests and plans it
 };
 

@@ -373,8 +373,8 @@ void allocator::state::count_pages(const arena::page_counts& counts) {
   stats.unmaps += counts.unmapped;
   stats.moves += counts.moved;
   stats.returns += counts.returned;
-  stats.backend_allocations += counts.created;
-  stats.backend_frees += counts.released;
+  stats.backend_allocations += counts.allocations;
+  stats.backend_frees += counts.frees;
   stats.reserved_bytes = stats.reserved_bytes + counts.created * g - counts.released * g;
   stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
   stats.cached_bytes = stats.reserved_bytes - stats.active_bytes;

@@ -255,6 +255,126 @@ TEST(arena_unit, a_released_page_is_not_mapped_again_before_it_is_unmapped) {
   EXPECT_NO_THROW(t.vm->validate(false));
 }
 
+// Gives back every idle page, as clear_cache does.
+void release_all(arena_test& t, std::vector<page_plan>& released) {
+  t.complete_all();
+  t.vm->note_emptying();
+  t.count(t.vm->release_idle(std::size_t{1} << 40, released));
+  t.vm->give_back(released);
+  t.vm->settle_released(released);
+}
+
+// Pages given back (an emptied cache) are made again in groups, a physical page and
+// a mapping for many pages, until the arena holds as many as before; a group goes
+// back whole.
+TEST(arena_unit, pages_given_back_are_made_again_in_groups) {
+  arena_test t(0.0);
+  pools::block* a = t.place(40 * kPage);
+  EXPECT_EQ(t.device.get_counters().pages_created, 40u) << "the first pages: one each";
+  t.free(a);
+  std::vector<page_plan> released;
+  release_all(t, released);
+  EXPECT_EQ(t.reserved, 0u);
+  const sim_counters before = t.device.get_counters();
+  a = t.place(40 * kPage);
+  const sim_counters after = t.device.get_counters();
+  EXPECT_EQ(after.pages_created - before.pages_created, 3u) << "16 + 16 + 8 pages";
+  EXPECT_EQ(after.maps - before.maps, 3u);
+  EXPECT_EQ(after.page_bytes, 40 * kPage);
+  EXPECT_EQ(t.reserved, 40 * kPage);
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  // Held as before: new pages are single again.
+  pools::block* b = t.place(kPage);
+  EXPECT_EQ(t.device.get_counters().pages_created - after.pages_created, 1u);
+  t.free(a);
+  released.clear();
+  release_all(t, released);
+  ASSERT_EQ(released.size(), 3u) << "one entry a group";
+  EXPECT_EQ(released[0].pages + released[1].pages + released[2].pages, 40u);
+  EXPECT_EQ(t.device.get_counters().page_bytes, kPage) << "b's page stays";
+  EXPECT_EQ(t.reserved, kPage);
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.free(b);
+}
+
+// Where a block past the slack would steal idle pages, an idle group goes back whole
+// instead (its pages cannot move alone), and the block's pages are made new: the
+// device holds no more than stealing would have kept.
+TEST(arena_unit, an_idle_group_goes_back_whole_where_its_pages_would_move) {
+  arena_test t(0.0);
+  t.free(t.place(32 * kPage));
+  std::vector<page_plan> released;
+  release_all(t, released);
+  pools::block* a = t.place(32 * kPage);  // made again: two groups of 16
+  pools::block* d = t.place(kPage);       // keeps a larger block out of a's range
+  t.free(a);
+  t.complete_all();
+  const sim_counters before = t.device.get_counters();
+  pools::block* b = t.place(40 * kPage);  // past the peak: 40 pages, none to steal
+  EXPECT_GT(t.page_of(b), t.page_of(d));
+  const sim_counters after = t.device.get_counters();
+  EXPECT_EQ(after.pages_released - before.pages_released, 2u) << "a's two groups, whole";
+  EXPECT_EQ(after.page_bytes, 41 * kPage) << "d's page and b's";
+  EXPECT_EQ(t.reserved, 41 * kPage);
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_EQ(t.vm->calculate_releasable(), 0u);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.free(b);
+  t.free(d);
+}
+
+// A request whose dissolved groups it never unmapped (given up before the backend
+// ran) leaves them as they were.
+TEST(arena_unit, an_abandoned_request_keeps_the_groups_it_would_have_given_back) {
+  arena_test t(0.0);
+  t.free(t.place(32 * kPage));
+  std::vector<page_plan> released;
+  release_all(t, released);
+  pools::block* a = t.place(32 * kPage);
+  pools::block* d = t.place(kPage);
+  t.free(a);
+  t.complete_all();
+  const std::vector<std::size_t> was = layout(*t.vm);
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(40 * kPage, 0, t.room(), r));
+  EXPECT_EQ(r.dissolved.size(), 2u);
+  t.vm->abandon(r);
+  EXPECT_EQ(layout(*t.vm), was);
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_EQ(t.vm->calculate_releasable(), 32 * kPage);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.free(d);
+}
+
+// A group made before the device ran out goes back to the caller whole.
+TEST(arena_unit, a_failed_mapping_hands_back_the_groups_it_made) {
+  arena_test t(0.0, 32 * kPage);
+  t.free(t.place(20 * kPage));
+  std::vector<page_plan> released;
+  release_all(t, released);
+  const address_t other = t.device.allocate_segment(14 * kPage);  // another user's memory
+  ASSERT_NE(other, 0u);
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(20 * kPage, 0, t.room(), r));
+  const bool mapped = t.vm->map(r);  // 16 pages made, then no room for 4 more
+  EXPECT_FALSE(mapped);
+  std::vector<page_plan> to_release;
+  const arena::page_counts c = t.vm->finish(r, mapped, to_release);
+  ASSERT_EQ(to_release.size(), 1u);
+  EXPECT_EQ(to_release[0].pages, 16u);
+  EXPECT_EQ(c.created, 16u);
+  EXPECT_EQ(c.released, 16u);
+  t.vm->give_back(to_release);
+  t.count(c);
+  EXPECT_EQ(t.device.get_counters().page_bytes, 0u);
+  EXPECT_EQ(t.reserved, 0u);
+  EXPECT_EQ(recounted(*t.vm), 0u);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.device.free_segment(other, 14 * kPage);
+}
+
 // An idle page whose last user's work has not completed stays where it is; the
 // request says that waiting for this queue's work would give it the page.
 TEST(arena_unit, an_idle_page_moves_only_once_its_work_completed) {

@@ -73,7 +73,8 @@ page_id sim_backend::create_page(std::size_t bytes) {
   counters_.pages_created++;
   counters_.page_bytes += bytes;
   note_held_locked();
-  counters_.simulated_ns += options_.create_page_ns;
+  counters_.simulated_ns +=
+      options_.create_page_ns + options_.create_extra_page_ns * (bytes / facts_.granularity - 1);
   return page;
 }
 
@@ -85,7 +86,8 @@ void sim_backend::release_page(page_id page, std::size_t bytes) {
   pages_[page].bytes = 0;
   counters_.pages_released++;
   counters_.page_bytes -= bytes;
-  counters_.simulated_ns += options_.release_page_ns;
+  counters_.simulated_ns +=
+      options_.release_page_ns + options_.release_extra_page_ns * (bytes / facts_.granularity - 1);
 }
 
 void sim_backend::map(address_t at, page_id page, std::size_t bytes) {
