@@ -46,6 +46,35 @@ TEST_F(cuda_allocator_test, blocks_are_device_memory_that_holds_what_is_written)
   EXPECT_EQ(alloc.get_statistics().active_bytes, 0u);
 }
 
+// After clear_cache the arena makes pages again in groups: one physical allocation
+// of many pages, mapped and granted by one call each. They hold what is written, and
+// go back whole.
+TEST_F(cuda_allocator_test, pages_made_again_after_clear_cache_hold_what_is_written) {
+  cuda_backend device;
+  if (!device.get_facts().virtual_memory) GTEST_SKIP() << "the device has no virtual memory";
+  allocator alloc(device, {.policy = pool_policy::arena, .validate = true});
+  const std::size_t page = device.get_facts().granularity;
+  const std::size_t bytes = 40 * page;
+  alloc.free(alloc.allocate(bytes).address);
+  alloc.clear_cache();
+  const std::uint64_t created = device.get_counters().pages_created;
+  const allocation a = alloc.allocate(bytes);
+  EXPECT_LT(device.get_counters().pages_created - created, 40u) << "groups, not single pages";
+  ASSERT_EQ(cudaMemset(reinterpret_cast<void*>(a.address), 0x5a, bytes), cudaSuccess);
+  std::vector<unsigned char> host(bytes);
+  ASSERT_EQ(
+      cudaMemcpy(host.data(), reinterpret_cast<void*>(a.address), bytes, cudaMemcpyDeviceToHost),
+      cudaSuccess);
+  EXPECT_EQ(host.front(), 0x5a);
+  EXPECT_EQ(host[bytes / 2], 0x5a);
+  EXPECT_EQ(host.back(), 0x5a);
+  alloc.free(a.address);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  alloc.clear_cache();
+  EXPECT_EQ(alloc.get_statistics().reserved_bytes, 0u);
+  EXPECT_EQ(device.get_counters().pages_released, device.get_counters().pages_created);
+}
+
 TEST_F(cuda_allocator_test, a_block_is_reused_at_once_on_its_own_stream) {
   cuda_backend device;
   allocator alloc(device, {.validate = true});
