@@ -299,18 +299,25 @@ TEST(arena_unit, pages_given_back_are_made_again_in_groups) {
   t.free(b);
 }
 
+// 32 pages made again after an emptying (two idle groups of 16, their work completed)
+// below a live one-page block, which it returns: a larger block goes above it.
+pools::block* make_idle_groups_below(arena_test& t) {
+  t.free(t.place(32 * kPage));
+  std::vector<page_plan> released;
+  release_all(t, released);
+  pools::block* a = t.place(32 * kPage);
+  pools::block* d = t.place(kPage);
+  t.free(a);
+  t.complete_all();
+  return d;
+}
+
 // Where a block past the slack would steal idle pages, an idle group goes back whole
 // instead (its pages cannot move alone), and the block's pages are made new: the
 // device holds no more than stealing would have kept.
 TEST(arena_unit, an_idle_group_goes_back_whole_where_its_pages_would_move) {
   arena_test t(0.0);
-  t.free(t.place(32 * kPage));
-  std::vector<page_plan> released;
-  release_all(t, released);
-  pools::block* a = t.place(32 * kPage);  // made again: two groups of 16
-  pools::block* d = t.place(kPage);       // keeps a larger block out of a's range
-  t.free(a);
-  t.complete_all();
+  pools::block* d = make_idle_groups_below(t);
   const sim_counters before = t.device.get_counters();
   pools::block* b = t.place(40 * kPage);  // past the peak: 40 pages, none to steal
   EXPECT_GT(t.page_of(b), t.page_of(d));
@@ -329,13 +336,7 @@ TEST(arena_unit, an_idle_group_goes_back_whole_where_its_pages_would_move) {
 // ran) leaves them as they were.
 TEST(arena_unit, an_abandoned_request_keeps_the_groups_it_would_have_given_back) {
   arena_test t(0.0);
-  t.free(t.place(32 * kPage));
-  std::vector<page_plan> released;
-  release_all(t, released);
-  pools::block* a = t.place(32 * kPage);
-  pools::block* d = t.place(kPage);
-  t.free(a);
-  t.complete_all();
+  pools::block* d = make_idle_groups_below(t);
   const std::vector<std::size_t> was = layout(*t.vm);
   arena::request r;
   ASSERT_TRUE(t.vm->take(40 * kPage, 0, t.room(), r));
