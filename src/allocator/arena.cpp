@@ -197,17 +197,13 @@ arena::~arena() {
   // Every mapping first (a physical page may be mapped as shadows too), then the pages.
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
     const page_map::page& p = pages_.get(i);
-    const std::uint32_t group = get_group(i);
-    if (group != page_map::kNone && group != i) continue;
-    const std::size_t n = group == i ? group_pages_.at(i) : 1;
-    if (p.physical || p.shadow) device_.unmap(base_ + i * g, n * g);
+    const std::size_t n = get_mapping_pages(i);
+    if (n && (p.physical || p.shadow)) device_.unmap(base_ + i * g, n * g);
   }
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
     const page_map::page& p = pages_.get(i);
-    const std::uint32_t group = get_group(i);
-    if (group != page_map::kNone && group != i) continue;
-    const std::size_t n = group == i ? group_pages_.at(i) : 1;
-    if (p.physical) device_.release_page(p.physical, n * g);
+    const std::size_t n = get_mapping_pages(i);
+    if (n && p.physical) device_.release_page(p.physical, n * g);
   }
   device_.release_range(base_, size_);
 }
@@ -406,11 +402,13 @@ void arena::find_victims(std::uint32_t first, std::uint32_t last, queue_id queue
       // Its place becomes a shadow, which a later block there unmaps, and unmapping
       // is not ordered on any queue: the work that used the page must be complete,
       // even on this very queue.
-      if (get_group(j) != page_map::kNone) {
-      } else if (has_completed(j))
-        stolen.push_back(j);
-      else if (pages_.get_queue(j) == queue)
-        waiting.push_back(pages_.get_free_serial(j));
+      // A group's pages never move alone (dissolve_groups gives the group back instead).
+      if (get_group(j) == page_map::kNone) {
+        if (has_completed(j))
+          stolen.push_back(j);
+        else if (pages_.get_queue(j) == queue)
+          waiting.push_back(pages_.get_free_serial(j));
+      }
       if (stolen.size() >= wanted) return false;
       j = j > from ? pages_.find_idle_below(j - 1, from) : page_map::kNone;
     }
@@ -751,15 +749,8 @@ std::size_t arena::dissolve_groups(std::uint32_t first, std::uint32_t last, std:
     }
   }
   for (const page_plan& p : r.dissolved) {
-    for (std::uint32_t m = p.index; m < p.index + p.pages; ++m) {
-      tell(m, false);
-      pages_.set_idle(m, false);
-      pages_.set_physical(m, 0);
-      pages_.set_busy(m, true);  // until unmapped
-    }
-    remove_group(p.index, p.pages);
-    mapped_pages_ -= p.pages;
-    held_unmapped_ += p.pages;
+    take_out_group(p.index);
+    held_unmapped_ += p.pages;  // until map() releases it
   }
   return pages;
 }
@@ -835,6 +826,20 @@ bool arena::is_mapped(const block* b) const {
   return all_mapped;
 }
 
+std::uint32_t arena::take_out_group(std::uint32_t first) {
+  const std::uint32_t n = group_pages_.at(first);
+  for (std::uint32_t m = first; m < first + n; ++m) {
+    tell(m, false);
+    pages_.set_idle(m, false);
+    pages_.set_physical(m, 0);
+    pages_.set_busy(m, true);  // until unmapped (settle_released, finish)
+  }
+  std::fill_n(group_of_.begin() + first, n, page_map::kNone);
+  group_pages_.erase(first);
+  mapped_pages_ -= n;
+  return n;
+}
+
 bool arena::is_group_free(std::uint32_t first) const {
   const std::uint32_t n = group_pages_.at(first);
   for (std::uint32_t m = first; m < first + n; ++m) {
@@ -881,20 +886,11 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
     if (!p.physical) return true;  // gone with its group
     if (const std::uint32_t group = get_group(j); group != page_map::kNone) {
       if (!is_group_free(group)) return true;
-      const std::uint32_t n = group_pages_.at(group);
       page_plan out_group{group, p.physical, group};
-      out_group.pages = n;
+      out_group.pages = take_out_group(group);
       out.push_back(out_group);
-      for (std::uint32_t m = group; m < group + n; ++m) {
-        tell(m, false);
-        pages_.set_idle(m, false);
-        pages_.set_physical(m, 0);
-        pages_.set_busy(m, true);  // until give_back has unmapped it
-        mapped_pages_--;
-        counts.released++;
-        counts.unmapped++;
-      }
-      remove_group(group, n);
+      counts.released += out_group.pages;
+      counts.unmapped += out_group.pages;
       counts.frees++;
       return counts.released * page_size_ < bytes;
     }
@@ -987,7 +983,7 @@ void arena::validate(bool blocks_in_flight) const {
     if (p.physical) {
       ++mapped;
       // A group's pages share its physical page: counted once, at its first page.
-      if (get_group(i) == page_map::kNone || get_group(i) == i) physical.push_back(p.physical);
+      if (get_mapping_pages(i)) physical.push_back(p.physical);
     }
     idle += idle_now;
   }

@@ -304,10 +304,16 @@ class arena {
     std::fill_n(group_of_.begin() + first, pages, first);
     group_pages_[first] = pages;
   }
-  void remove_group(std::uint32_t first, std::uint32_t pages) {
-    std::fill_n(group_of_.begin() + first, pages, placement::page_map::kNone);
-    group_pages_.erase(first);
+  // Pages of the device's mapping that starts at page i: a group's at its first page,
+  // 0 at its others, 1 for a single page.
+  std::uint32_t get_mapping_pages(std::uint32_t i) const {
+    const std::uint32_t group = get_group(i);
+    if (group == placement::page_map::kNone) return 1;
+    return group == i ? group_pages_.at(i) : 0;
   }
+  // Unmaps a group in the page map (its pages busy until the device unmaps it) and
+  // forgets it; returns its pages.
+  std::uint32_t take_out_group(std::uint32_t first);
   placement::loop_plan loop_;  // learns a repeating sequence of requests and plans it
 };
 
