@@ -103,11 +103,17 @@ def main():
             ("release", lambda: release(handle[0])),
         ])
 
-    for way in (pages_way, slices_way, whole_way):
+    ways = [("pages", pages_way), ("slices", slices_way), ("whole", whole_way)]
+    try:
+        slices_way(8)
+    except SystemExit as refused:  # cuMemMap takes no offset into a handle on some drivers
+        print("slices: %s (not supported here)" % refused, flush=True)
+        ways = [ways[0], ways[2]]
+    for _, way in ways:
         way(8)  # warm-up
     print("us a page: create / map / set access / unmap / release = total")
     for n in (8, 32, 128, 512):
-        for name, way in (("pages", pages_way), ("slices", slices_way), ("whole", whole_way)):
+        for name, way in ways:
             best = None
             for _ in range(3):
                 took = way(n)
@@ -120,6 +126,8 @@ def main():
 
     # Moving one page: unmap it, map it one range further, set its access.
     n = 64
+    if len(ways) < 3:
+        return
     for name in ("pages", "slices"):
         handles = [create(1) for _ in range(n)] if name == "pages" else [create(n)]
         for k in range(n):
