@@ -40,8 +40,8 @@ constexpr std::uint32_t kFencesAfterMoves = 4096;
 constexpr std::size_t kMinPageBytes = 4096;
 // Shadows followed to find where a physical page is now (each move leaves one).
 constexpr int kHomeHops = 8;
-// Most pages a group holds (32 MiB of 2 MiB pages). A group's calls cost about one
-// page's, but no page of it moves alone: with the cache emptied every step, groups of
+// Most pages a group holds (32 MiB of 2 MiB pages). A group's calls cost about two
+// pages' (H100), but no page of it moves alone: with the cache emptied every step, groups of
 // 8 / 16 / 32 pages made the suite's device calls 3.7 / 4.6 / 5.2 x cheaper and left
 // 7 / 10 / 14 of 38 traces above 1.02 x live, against 7 (docs/BENCHMARKS.md).
 constexpr std::uint32_t kRegrowGroupPages = 16;

@@ -46,8 +46,9 @@ struct sim_options {
   std::uint64_t release_page_ns = 14'000;
   // A physical handle of several pages costs more to create and to give back: one
   // of 64 MiB was 271 us created, mapped and granted, 96 us unmapped and released,
-  // against 41 us and 35 us for one page; the difference is put on each page past
-  // the first (where in those calls it falls was not measured).
+  // against 41 us and 35 us for one page (H200); the difference is put on each page
+  // past the first. On an H100 a 16-page handle cost about 7 us a page past the first,
+  // mostly in the release, and larger ones less (docs/BENCHMARKS.md).
   std::uint64_t create_extra_page_ns = 7'400;
   std::uint64_t release_extra_page_ns = 2'000;
   std::uint64_t map_ns = 1'100;
