@@ -251,7 +251,8 @@ class allocator {
   statistics calculate_statistics() const;  // recount from every block; throws
                                             // invariant_violation if counters disagree
   void reset_peak();                        // peaks := current values
-  void clear_cache();                       // gives every free segment back
+  void clear_cache();  // waits for the queued work of freed blocks, then gives every
+                       // free segment and idle page back (as torch.cuda.empty_cache)
   std::size_t calculate_largest_free_block() const;
   std::vector<segment_view> calculate_segments() const;
   loop_report get_loop_report() const;  // zeros without an arena

@@ -352,7 +352,14 @@ void allocator::reset_peak() {
 
 void allocator::clear_cache() {
   state& s = *state_;
-  s.refresh_fences();
+  {
+    std::lock_guard lock(s.mutex);
+    s.flush_thread_caches_locked();
+  }
+  // As torch.cuda.empty_cache does: the queued work of the blocks freed so far
+  // completes first, so that every cached byte goes back, also where the host runs
+  // ahead of the device (else nearly none would: their fences are pending).
+  s.wait_for_queued_work();
   state::released_memory released;
   {
     std::lock_guard lock(s.mutex);

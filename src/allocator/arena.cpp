@@ -471,7 +471,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   if (to_steal > 0) find_victims(first, last, queue, to_steal, stolen, waiting);
   std::size_t dissolved = 0;
   if (stolen.size() < to_steal && !group_pages_.empty())
-    dissolved = dissolve_groups(first, last, to_steal - stolen.size(), r);
+    dissolved = dissolve_groups(first, last, queue, to_steal - stolen.size(), r, waiting);
   const std::size_t creates = need - stolen.size();
   r.past_slack = stolen.size() + (creates > room_pages ? creates - room_pages : 0);
   r.wait_would_help = creates > room_pages && !waiting.empty();
@@ -729,8 +729,9 @@ void arena::restore_victims(request& r) {
   }
 }
 
-std::size_t arena::dissolve_groups(std::uint32_t first, std::uint32_t last, std::size_t wanted,
-                                   request& r) {
+std::size_t arena::dissolve_groups(std::uint32_t first, std::uint32_t last, queue_id queue,
+                                   std::size_t wanted, request& r,
+                                   std::vector<std::uint64_t>& waiting) {
   std::size_t pages = 0;
   const auto [kept_first, kept_last] = get_kept_pages();
   // Highest first and the current plan's region's last, as for stolen pages.
@@ -741,7 +742,10 @@ std::size_t arena::dissolve_groups(std::uint32_t first, std::uint32_t last, std:
       if (group <= last && group + n > first) continue;
       const bool kept = group <= kept_last && group + n > kept_first;
       if (kept != (pass == 1)) continue;
-      if (!is_group_free(group)) continue;
+      if (!is_group_free(group)) {
+        note_group_wait(group, n, queue, waiting);
+        continue;
+      }
       page_plan plan{group, pages_.get(group).physical, group};
       plan.pages = n;
       r.dissolved.push_back(plan);
@@ -838,6 +842,18 @@ std::uint32_t arena::take_out_group(std::uint32_t first) {
   group_pages_.erase(first);
   mapped_pages_ -= n;
   return n;
+}
+
+void arena::note_group_wait(std::uint32_t first, std::uint32_t n, queue_id queue,
+                            std::vector<std::uint64_t>& waiting) const {
+  std::uint64_t serial = 0;  // the group goes back once its last free's work is done
+  for (std::uint32_t m = first; m < first + n; ++m) {
+    if (!pages_.is_idle(m) || pages_.get(m).busy) return;
+    if (has_completed(m)) continue;
+    if (pages_.get_queue(m) != queue) return;  // never a wait on another queue's work
+    serial = std::max(serial, pages_.get_free_serial(m));
+  }
+  if (serial > 0) waiting.insert(waiting.end(), n, serial);
 }
 
 bool arena::is_group_free(std::uint32_t first) const {

@@ -236,12 +236,18 @@ class arena {
   // Groups outside [first, last] whose every page is idle, its work completed (the
   // current plan's region's last), until `wanted` pages, into r.dissolved: they go back
   // whole (map() unmaps and releases them) where single pages would have been stolen.
-  // Returns their pages.
-  std::size_t dissolve_groups(std::uint32_t first, std::uint32_t last, std::size_t wanted,
-                              request& r);
+  // Returns their pages. Idle groups whose work on `queue` is still running add, for
+  // each of their pages, the serial of their last free to `waiting`, as find_victims
+  // does for single pages: the request may wait for that work rather than grow.
+  std::size_t dissolve_groups(std::uint32_t first, std::uint32_t last, queue_id queue,
+                              std::size_t wanted, request& r, std::vector<std::uint64_t>& waiting);
   void restore_groups(request& r);  // undoes dissolve_groups
   // Every page of the group idle, not busy, its work completed: it may go back.
   bool is_group_free(std::uint32_t first) const;
+  // A group of n pages, every one idle and not busy, whose work not yet completed is
+  // on `queue` only: n times the serial of its last such free, into waiting.
+  void note_group_wait(std::uint32_t first, std::uint32_t n, queue_id queue,
+                       std::vector<std::uint64_t>& waiting) const;
   void tell(std::uint32_t page, bool held) {
     if (listener_) listener_->on_pages(base_ + std::size_t{page} * page_size_, page_size_, held);
   }

@@ -332,6 +332,32 @@ TEST(arena_unit, an_idle_group_goes_back_whole_where_its_pages_would_move) {
   t.free(d);
 }
 
+// Idle groups whose work on this queue has not completed cannot go back yet: a block
+// past the slack waits for that work (as for single idle pages), rather than grow.
+TEST(arena_unit, idle_groups_behind_this_queues_work_make_a_request_wait_not_grow) {
+  arena_test t(0.0);
+  t.free(t.place(32 * kPage));
+  std::vector<page_plan> released;
+  release_all(t, released);
+  pools::block* a = t.place(32 * kPage);
+  pools::block* d = t.place(kPage);
+  t.free(a);  // its work not known complete
+  const std::uint64_t a_freed = t.serial;
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(40 * kPage, 0, t.room(), r));
+  EXPECT_TRUE(r.dissolved.empty()) << "its groups' work is still running";
+  EXPECT_TRUE(r.wait_would_help);
+  EXPECT_EQ(r.wait_serial, a_freed);
+  t.vm->abandon(r);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.complete_all();
+  ASSERT_TRUE(t.vm->take(40 * kPage, 0, t.room(), r));
+  EXPECT_EQ(r.dissolved.size(), 2u) << "once it completed, both go back whole";
+  EXPECT_FALSE(r.wait_would_help);
+  t.vm->abandon(r);
+  t.free(d);
+}
+
 // A request whose dissolved groups it never unmapped (given up before the backend
 // ran) leaves them as they were.
 TEST(arena_unit, an_abandoned_request_keeps_the_groups_it_would_have_given_back) {

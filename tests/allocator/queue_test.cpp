@@ -168,6 +168,33 @@ TEST_P(queue_reuse, two_queues_waiting_on_each_other_under_pressure_do_not_deadl
   EXPECT_NE(t1.get(), 0u);
 }
 
+// clear_cache gives back blocks freed behind work the device has not run yet, as
+// torch.cuda.empty_cache does: it waits for that work first (on both queues).
+TEST_P(queue_reuse, clear_cache_waits_for_the_work_of_freed_blocks) {
+  sim_backend device(small_device());
+  allocator alloc(device, {.policy = GetParam(), .validate = true});
+  const allocation a = alloc.allocate(8 << 20, 0);
+  const allocation b = alloc.allocate(100 << 10, 1);
+  const allocation kept = alloc.allocate(3 << 20, 1);
+  const std::uint64_t work0 = device.submit(0);
+  const std::uint64_t work1 = device.submit(1);
+  alloc.free(a.address);
+  alloc.free(b.address);
+  ASSERT_LT(device.get_completed(0), work0);
+  alloc.clear_cache();
+  EXPECT_GE(device.get_completed(0), work0);
+  EXPECT_GE(device.get_completed(1), work1);
+  const statistics s = alloc.get_statistics();
+  EXPECT_EQ(s.active_bytes, kept.size);
+  EXPECT_EQ(s.cached_bytes, s.reserved_bytes - s.active_bytes);
+  // What stays is what the live block touches: its segment, or its pages.
+  EXPECT_LE(s.reserved_bytes, std::size_t{4} << 20) << "blocks freed behind pending work stayed";
+  EXPECT_EQ(alloc.calculate_statistics(), s);
+  alloc.free(kept.address);
+  alloc.clear_cache();
+  EXPECT_EQ(alloc.get_statistics().reserved_bytes, 0u);
+}
+
 TEST_P(queue_reuse, out_of_memory_when_waiting_cannot_help) {
   sim_backend device(small_device());
   allocator alloc(device, {.policy = GetParam(), .validate = true});
