@@ -58,7 +58,10 @@
 //             until the arena holds as many as before; a group's pages never move
 //             alone, and it goes back whole, once every page of it is idle:
 //               group g mapped <=> every page of g mapped to g's physical page
-//             (released by LRU, or where its pages would have moved).
+//             (released by LRU, or where its pages would have moved; past the
+//             slack a request waits for its queue's work on an idle group as on
+//             idle pages). clear_cache waits for the queued work of every freed
+//             block first, so that all of the cache goes back.
 //             (allocator/arena.hpp: the range, page map and placement; it reads
 //             the fences and a budget, and returns its page counts.)
 //   loop      (plan_loops) the arena learns a loop that repeats its requests
