@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 #include <thread>
+#include <utility>
 
 #include "memkit/adaptors/fault_injection.hpp"
 #include "memkit/memkit.hpp"
@@ -133,17 +134,25 @@ TEST_P(queue_reuse, pressure_waits_for_queued_work_then_retries) {
   alloc.free(b.address);
 }
 
+// A block of bytes0 on queue 0 and one of bytes1 on queue 1, each freed behind work
+// submitted on its queue; returns that work's fences (queue 0's, queue 1's).
+std::pair<std::uint64_t, std::uint64_t> free_behind_work(sim_backend& device, allocator& alloc,
+                                                         std::size_t bytes0, std::size_t bytes1) {
+  const allocation a = alloc.allocate(bytes0, 0);
+  const allocation b = alloc.allocate(bytes1, 1);
+  const std::uint64_t work0 = device.submit(0);
+  const std::uint64_t work1 = device.submit(1);
+  alloc.free(a.address);
+  alloc.free(b.address);
+  return {work0, work1};
+}
+
 TEST_P(queue_reuse, two_queues_waiting_on_each_other_under_pressure_do_not_deadlock) {
   sim_options o = small_device();
   o.wait_blocks = true;  // a wait returns only when another thread completes the work
   sim_backend device(o);
   allocator alloc(device, {.policy = GetParam(), .validate = true});
-  const allocation a = alloc.allocate(30 << 20, 0);
-  const allocation b = alloc.allocate(30 << 20, 1);
-  const std::uint64_t work0 = device.submit(0);
-  const std::uint64_t work1 = device.submit(1);
-  alloc.free(a.address);
-  alloc.free(b.address);
+  const auto [work0, work1] = free_behind_work(device, alloc, 30 << 20, 30 << 20);
   // Each thread needs the block the other queue's work still holds.
   std::atomic<int> started{0};
   auto on = [&](queue_id q) {
@@ -173,13 +182,8 @@ TEST_P(queue_reuse, two_queues_waiting_on_each_other_under_pressure_do_not_deadl
 TEST_P(queue_reuse, clear_cache_waits_for_the_work_of_freed_blocks) {
   sim_backend device(small_device());
   allocator alloc(device, {.policy = GetParam(), .validate = true});
-  const allocation a = alloc.allocate(8 << 20, 0);
-  const allocation b = alloc.allocate(100 << 10, 1);
   const allocation kept = alloc.allocate(3 << 20, 1);
-  const std::uint64_t work0 = device.submit(0);
-  const std::uint64_t work1 = device.submit(1);
-  alloc.free(a.address);
-  alloc.free(b.address);
+  const auto [work0, work1] = free_behind_work(device, alloc, 8 << 20, 100 << 10);
   ASSERT_LT(device.get_completed(0), work0);
   alloc.clear_cache();
   EXPECT_GE(device.get_completed(0), work0);
