@@ -94,6 +94,22 @@ def read_call_time(lib):
 
 # Set for compare's children by --empty-cache-each-step.
 EMPTY_CACHE_ENV = "WORKLOADS_EMPTY_CACHE"
+# Set for compare's children by --memory-limit: the limit in bytes.
+MEMORY_LIMIT_ENV = "WORKLOADS_MEMORY_LIMIT"
+TRACES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "traces",
+                      "workloads")
+
+
+def recorded_peak_allocated(name):
+    """The loop's peak of allocated bytes under PyTorch when its trace was recorded."""
+    with gzip.open(os.path.join(TRACES, name + ".trace.csv.gz"), "rt") as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            key, _, value = line[1:].partition(":")
+            if key.strip() == "pytorch_peak_allocated":
+                return int(value)
+    raise SystemExit("[workloads] %s: its trace names no pytorch_peak_allocated" % name)
 
 
 def run_steps(step, warmup, steps, before_step=lambda: None, after_warmup=lambda: None,
@@ -136,6 +152,10 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
     lib = None
     if kind == "memkit":
         lib = use_memkit(lib_path, "workloads")
+    limit = int(os.environ.get(MEMORY_LIMIT_ENV, "0"))
+    if limit:  # PyTorch's own limit, which reaches memkit through its hooks
+        torch.cuda.set_per_process_memory_fraction(
+            limit / torch.cuda.get_device_properties(0).total_memory)
     loop_step = make_loop(name, seed)
     empty_cache = os.environ.get(EMPTY_CACHE_ENV) == "1"
 
@@ -156,6 +176,8 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
               "step_times_ms": times, "losses": losses}
     if empty_cache:
         result["empty_cache_each_step"] = True
+    if limit:
+        result["memory_limit"] = limit
     if lib:
         stats = read_statistics(lib)
         result["maps_per_step"] = (stats["maps"] - before["maps"]) / steps
@@ -292,6 +314,8 @@ def command_compare(args):
             _, env_extra, spec_lib = parse_allocator(spec)
             env = dict(os.environ, **env_extra)
             env[EMPTY_CACHE_ENV] = "1" if args.empty_cache_each_step else "0"
+            env[MEMORY_LIMIT_ENV] = str(int(args.memory_limit * recorded_peak_allocated(name))
+                                        if args.memory_limit else 0)
             result, error = run_child(["--child-compare", name, spec, spec_lib or lib or "",
                                        str(args.warmup), str(args.steps), str(args.seed)], env)
             if error:
@@ -474,6 +498,10 @@ def main():
     compare.add_argument("--empty-cache-each-step", action="store_true",
                          help="call torch.cuda.empty_cache() at the end of every step, inside "
                          "its timing, as some scripts do")
+    compare.add_argument("--memory-limit", type=float, default=0, metavar="X",
+                         help="run each loop under a memory limit of X times its recorded "
+                              "peak of allocated bytes (torch.cuda.set_per_process_memory_"
+                              "fraction, which memkit gets too)")
     compare.add_argument("--allocators", nargs="+", default=["pytorch", "expandable", "memkit"])
     compare.add_argument("--json", help="write every run's result here (after each run)")
     compare.add_argument("--deadline", type=float, default=0,
