@@ -320,7 +320,9 @@ def command_compare(args):
                                        str(args.warmup), str(args.steps), str(args.seed)], env)
             if error:
                 print("[workloads] %s with %s failed (%s)" % (name, spec, error), flush=True)
-                results.append({"loop": name, "allocator": spec, "failed": True})
+                lines = [l for l in error.splitlines() if l.strip()]
+                results.append({"loop": name, "allocator": spec, "failed": True,
+                                "error": lines[-1] if lines else error})
                 continue
             results.append(result)
             print("%-24s %-12s %8.2f ms  reserved/allocated %.3f%s" % (
