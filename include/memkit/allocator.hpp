@@ -60,8 +60,9 @@
 //               group g mapped <=> every page of g mapped to g's physical page
 //             (released by LRU, or where its pages would have moved; past the
 //             slack a request waits for its queue's work on an idle group as on
-//             idle pages). clear_cache waits for the queued work of every freed
-//             block first, so that all of the cache goes back.
+//             idle pages). clear_cache gives all of the cache back, also blocks
+//             freed behind queued work: what is safe at once, the rest fence by
+//             fence as the device completes it (the calls run beside its work).
 //             (allocator/arena.hpp: the range, page map and placement; it reads
 //             the fences and a budget, and returns its page counts.)
 //   loop      (plan_loops) the arena learns a loop that repeats its requests
@@ -254,8 +255,9 @@ class allocator {
   statistics calculate_statistics() const;  // recount from every block; throws
                                             // invariant_violation if counters disagree
   void reset_peak();                        // peaks := current values
-  void clear_cache();  // waits for the queued work of freed blocks, then gives every
-                       // free segment and idle page back (as torch.cuda.empty_cache)
+  void clear_cache();  // gives every free segment and idle page back, waiting for the
+                       // queued work of freed blocks fence by fence (as
+                       // torch.cuda.empty_cache)
   std::size_t calculate_largest_free_block() const;
   std::vector<segment_view> calculate_segments() const;
   loop_report get_loop_report() const;  // zeros without an arena

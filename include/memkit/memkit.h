@@ -138,8 +138,9 @@ MEMKIT_API memkit_status memkit_get_wired_limit(const memkit_allocator* allocato
 MEMKIT_API memkit_status memkit_get_statistics(const memkit_allocator* allocator,
                                                memkit_statistics* out);
 MEMKIT_API memkit_status memkit_reset_peak(memkit_allocator* allocator);
-/* Waits for the queued work of the blocks freed so far, then gives every cached byte
- * back to the device (as torch.cuda.empty_cache). */
+/* Gives every cached byte back to the device, waiting for the queued work of the
+ * blocks freed so far (as torch.cuda.empty_cache): what is safe goes back at once, the
+ * rest as the device completes that work. */
 MEMKIT_API memkit_status memkit_clear_cache(memkit_allocator* allocator);
 
 /* Records every successful allocate and free from now on to `path` (replaced), as a

@@ -355,25 +355,39 @@ void allocator::clear_cache() {
   {
     std::lock_guard lock(s.mutex);
     s.flush_thread_caches_locked();
+    if (s.vm) s.vm->note_emptying();
   }
-  // As torch.cuda.empty_cache does: the queued work of the blocks freed so far
-  // completes first, so that every cached byte goes back, also where the host runs
-  // ahead of the device (else nearly none would: their fences are pending).
-  s.wait_for_queued_work();
+  // As torch.cuda.empty_cache does, every cached byte goes back, also where the host
+  // runs ahead of the device and the blocks freed so far wait on queued work: that
+  // work completes first. What is safe goes back at once, the rest fence by fence as
+  // the device gets there, so that the unmaps and releases run beside the device's
+  // work rather than after it.
+  s.refresh_fences();  // records a fence covering every free so far
+  std::vector<fence> until;
+  {
+    std::lock_guard lock(s.mutex);
+    until = s.fences.get_newest(std::nullopt);
+  }
+  for (;;) {
+    state::released_memory released;
+    std::optional<fence> next;
+    {
+      std::lock_guard lock(s.mutex);
+      s.merge_unmerged_locked();
+      s.release_until(0, released);
+      next = s.fences.find_oldest(until);
+    }
+    s.give_back(released);
+    if (!next) break;
+    s.device.wait(*next);
+    s.refresh_fences();
+  }
+  // Blocks parked since were freed behind fences not yet recorded: one more pass.
+  s.refresh_fences();
   state::released_memory released;
   {
     std::lock_guard lock(s.mutex);
-    s.flush_thread_caches_locked();
-    s.merge_unmerged_locked();
-    if (s.vm) s.vm->note_emptying();
     s.release_until(0, released);
-  }
-  s.give_back(released);
-  // Blocks parked since were freed behind fences not yet recorded: one more pass.
-  s.refresh_fences();
-  {
-    std::lock_guard lock(s.mutex);
-    s.release_until(0, released = {});
   }
   s.give_back(released);
 }

@@ -897,11 +897,14 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
       if (p.busy) kept.insert(p.shadow);
     }
   }
-  visit_idle_by_age([&](std::uint32_t j) {
+  // Everything that may go back goes (clear_cache): no order to keep, and a group is
+  // looked at once, at its first page (idle whenever the group may go).
+  const bool all = bytes >= (mapped_pages_ + held_unmapped_) * page_size_;
+  auto release = [&](std::uint32_t j) {
     const page_map::page& p = pages_.at(j);
     if (!p.physical) return true;  // gone with its group
     if (const std::uint32_t group = get_group(j); group != page_map::kNone) {
-      if (!is_group_free(group)) return true;
+      if ((all && j != group) || !is_group_free(group)) return true;
       page_plan out_group{group, p.physical, group};
       out_group.pages = take_out_group(group);
       out.push_back(out_group);
@@ -929,7 +932,11 @@ arena::page_counts arena::release_idle(std::size_t bytes, std::vector<page_plan>
       counts.unmapped++;
     }
     return counts.released * page_size_ < bytes;
-  });
+  };
+  if (all)
+    pages_.visit_idle([&](std::uint32_t j) { release(j); });
+  else
+    visit_idle_by_age(release);
   return counts;
 }
 

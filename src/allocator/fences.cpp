@@ -80,4 +80,13 @@ std::vector<fence> fence_tracker::get_newest(std::optional<queue_id> only) const
   return fences;
 }
 
+std::optional<fence> fence_tracker::find_oldest(const std::vector<fence>& until) const {
+  for (const fence& f : until) {
+    const std::deque<queue_record>& records = queues_[f.queue].records;
+    if (!records.empty() && records.front().value <= f.value)
+      return fence{f.queue, records.front().value};
+  }
+  return std::nullopt;
+}
+
 }  // namespace memkit

@@ -199,6 +199,41 @@ TEST_P(queue_reuse, clear_cache_waits_for_the_work_of_freed_blocks) {
   EXPECT_EQ(alloc.get_statistics().reserved_bytes, 0u);
 }
 
+// What is safe goes back before clear_cache waits for the rest of the queued work:
+// the unmaps and releases run beside the device's work, not after it.
+TEST_P(queue_reuse, clear_cache_gives_back_what_is_safe_before_waiting_for_the_rest) {
+  sim_options o = small_device();
+  o.wait_blocks = true;  // a wait returns only once this test completes the work
+  sim_backend device(o);
+  // Room to grow: b's pages are new ones, not a's (which would wait for a's work).
+  allocator alloc(device, {.policy = GetParam(), .validate = true, .arena_slack = 10.0});
+  const allocation kept = alloc.allocate(4 << 20, 0);
+  const allocation a = alloc.allocate(8 << 20, 0);
+  const allocation guard = alloc.allocate(2 << 20, 0);  // a's place stays a hole
+  const std::uint64_t work_a = device.submit(0);
+  alloc.free(a.address);
+  // b fits nowhere a was; on its way to new memory a fence is recorded for a's free.
+  const allocation b = alloc.allocate(16 << 20, 0);
+  const std::uint64_t work_b = device.submit(0);
+  alloc.free(b.address);
+  device.complete(0, work_a);
+  const std::size_t before = alloc.get_statistics().reserved_bytes;
+  auto cleared = std::async(std::launch::async, [&] { alloc.clear_cache(); });
+  const std::size_t without_a = before - (std::size_t{8} << 20);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (alloc.get_statistics().reserved_bytes > without_a &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_LE(alloc.get_statistics().reserved_bytes, without_a) << "a's memory waited for b's work";
+  EXPECT_EQ(cleared.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout)
+      << "clear_cache returned before b's work completed";
+  device.complete(0, work_b);
+  ASSERT_EQ(cleared.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_LE(alloc.get_statistics().reserved_bytes, std::size_t{6} << 20);
+  alloc.free(guard.address);
+  alloc.free(kept.address);
+}
+
 TEST_P(queue_reuse, out_of_memory_when_waiting_cannot_help) {
   sim_backend device(small_device());
   allocator alloc(device, {.policy = GetParam(), .validate = true});
