@@ -382,7 +382,12 @@ void allocator::clear_cache() {
     s.device.wait(*next);
     s.refresh_fences();
   }
-  // Blocks parked since were freed behind fences not yet recorded: one more pass.
+  // Blocks other threads parked meanwhile, and blocks freed behind fences not yet
+  // recorded: one more pass.
+  {
+    std::lock_guard lock(s.mutex);
+    s.flush_thread_caches_locked();
+  }
   s.refresh_fences();
   state::released_memory released;
   {
