@@ -375,7 +375,7 @@ void allocator::clear_cache() {
       std::lock_guard lock(s.mutex);
       s.merge_unmerged_locked();
       s.release_until(0, released);
-      next = s.fences.find_oldest(until);
+      next = s.fences.find_next(until);
     }
     s.give_back(released);
     if (!next) break;

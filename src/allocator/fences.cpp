@@ -80,11 +80,12 @@ std::vector<fence> fence_tracker::get_newest(std::optional<queue_id> only) const
   return fences;
 }
 
-std::optional<fence> fence_tracker::find_oldest(const std::vector<fence>& until) const {
+std::optional<fence> fence_tracker::find_next(const std::vector<fence>& until) const {
   for (const fence& f : until) {
     const std::deque<queue_record>& records = queues_[f.queue].records;
-    if (!records.empty() && records.front().value <= f.value)
-      return fence{f.queue, records.front().value};
+    std::size_t reaching = 0;  // outstanding fences up to f (values rise along the queue)
+    while (reaching < records.size() && records[reaching].value <= f.value) ++reaching;
+    if (reaching > 0) return fence{f.queue, records[(reaching - 1) / 4].value};
   }
   return std::nullopt;
 }

@@ -80,9 +80,12 @@ class fence_tracker {
   std::optional<fence> find_covering(queue_id queue, serial_t serial) const;
   // The newest outstanding fence of each queue (of `only`, if given).
   std::vector<fence> get_newest(std::optional<queue_id> only) const;
-  // The oldest outstanding fence of the first queue whose outstanding fences reach
-  // no later than its fence in `until`; none once every fence there has completed.
-  std::optional<fence> find_oldest(const std::vector<fence>& until) const;
+  // The next fence to wait for on the way to `until` (a fence per queue): on the first
+  // queue with outstanding fences up to its fence there, the one a quarter of the way
+  // through them (the oldest when there are few: a wait then gives back a share of the
+  // rest, and the passes stay few however many fences are outstanding); none once
+  // every fence of `until` has completed.
+  std::optional<fence> find_next(const std::vector<fence>& until) const;
 
   static constexpr std::size_t kMaxRecords = 1024;  // outstanding per queue
   // Frees between fences recorded for idle pages. One for every free that idled a
