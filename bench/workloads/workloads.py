@@ -310,12 +310,12 @@ def command_compare(args):
         if args.deadline and time.monotonic() - started > args.deadline:
             print("[workloads] deadline reached: %s and later loops not run" % name, flush=True)
             break
+        limit = int(args.memory_limit * recorded_peak_allocated(name)) if args.memory_limit else 0
         for spec in run_order(args.allocators, args.repeats, index):
             _, env_extra, spec_lib = parse_allocator(spec)
             env = dict(os.environ, **env_extra)
             env[EMPTY_CACHE_ENV] = "1" if args.empty_cache_each_step else "0"
-            env[MEMORY_LIMIT_ENV] = str(int(args.memory_limit * recorded_peak_allocated(name))
-                                        if args.memory_limit else 0)
+            env[MEMORY_LIMIT_ENV] = str(limit)
             result, error = run_child(["--child-compare", name, spec, spec_lib or lib or "",
                                        str(args.warmup), str(args.steps), str(args.seed)], env)
             if error:
