@@ -159,10 +159,14 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
     loop_step = make_loop(name, seed)
     empty_cache = os.environ.get(EMPTY_CACHE_ENV) == "1"
 
+    empty_cache_times = []  # ms inside torch.cuda.empty_cache(), every step
+
     def step():  # with --empty-cache-each-step, as a script that empties it every step
         loss = loop_step()
         if empty_cache:
+            start = time.perf_counter()
             torch.cuda.empty_cache()
+            empty_cache_times.append((time.perf_counter() - start) * 1000.0)
         return loss
     before = {}
 
@@ -170,12 +174,17 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
         if lib:
             before.update(read_statistics(lib))
             before["call_time"] = read_call_time(lib)
-    losses, times = run_steps(step, warmup, steps, after_warmup=read_before)
+    enqueue_times = []
+    losses, times = run_steps(step, warmup, steps, after_warmup=read_before,
+                              enqueue_times=enqueue_times)
     call_time_before = before.get("call_time")
     result = {"loop": name, "allocator": allocator, "step_ms": statistics.median(times),
               "step_times_ms": times, "losses": losses}
+    # Until step() returned (empty_cache included), before the synchronize.
+    result["enqueue_ms"] = statistics.median(enqueue_times)
     if empty_cache:
         result["empty_cache_each_step"] = True
+        result["empty_cache_ms"] = statistics.median(empty_cache_times[-steps:])
     if limit:
         result["memory_limit"] = limit
     if lib:
