@@ -6,7 +6,8 @@
 // time over, timed until they finish (whether the GPU itself stalls). Thread B, when
 // on, makes and gives back groups of 2 MiB pages in a loop: cuMemCreate, cuMemMap,
 // cuMemSetAccess, then cuMemUnmap, cuMemRelease. Printed: A's figures alone and with
-// B busy, and what B's calls cost alone and beside A.
+// B busy, what B's calls cost alone and beside A, and what they cost while a second
+// thread makes and gives back groups too.
 //
 //   nvcc -O2 -o driver_overlap bench/gpu/driver_overlap.cpp -lcuda && ./driver_overlap
 #include <cuda.h>
@@ -152,6 +153,30 @@ int main() {
           group_pages, round, quiet.enqueue_us, loaded.enqueue_us, quiet.gpu_ms, loaded.gpu_ms,
           alone_us, beside_us);
     }
+    // Two threads making and giving back groups at once: whether the driver runs their
+    // page calls side by side or one after the other.
+    pager q;
+    q.context = p.context;
+    q.device = p.device;
+    q.page = p.page;
+    q.group_pages = group_pages;
+    q.groups = p.groups;
+    q.reserve();
+    p.stop = false;
+    p.cycles = 0;
+    std::thread first([&] { p.run(); });
+    std::thread second([&] { q.run(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    p.stop = true;
+    q.stop = true;
+    first.join();
+    second.join();
+    std::printf(
+        "groups of %d pages, two threads at once: a group made and given back %.1f / %.1f us "
+        "each (%.1f alone)\n",
+        group_pages, p.busy_seconds / static_cast<double>(std::max<long>(p.cycles, 1)) * 1e6,
+        q.busy_seconds / static_cast<double>(std::max<long>(q.cycles, 1)) * 1e6, alone_us);
+    check(cuMemAddressFree(q.base, q.page * q.group_pages * q.groups), "cuMemAddressFree");
     check(cuMemAddressFree(p.base, p.page * p.group_pages * p.groups), "cuMemAddressFree");
   }
   return 0;
