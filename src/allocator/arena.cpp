@@ -45,6 +45,10 @@ constexpr int kHomeHops = 8;
 // 8 / 16 / 32 pages made the suite's device calls 3.7 / 4.6 / 5.2 x cheaper and left
 // 7 / 10 / 14 of 38 traces above 1.02 x live, against 7 (docs/BENCHMARKS.md).
 constexpr std::uint32_t kRegrowGroupPages = 16;
+// Inside the current plan's region, pages made again come by chunks of this many
+// (region-aligned): the plan uses every page below its height in each repetition, so
+// a chunk made whole holds no more than the repetition maps anyway.
+constexpr std::uint32_t kRegrowChunkPages = 32;
 
 }  // namespace
 
@@ -527,7 +531,56 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
     }
     r.pages.push_back(plan);
   }
+  if (r.max_group > 1 && stolen.empty() && !r.must_wait && creates > 0 && creates < room_pages) {
+    const std::size_t below_limit = room.limit > in_use ? (room.limit - in_use) / g : 0;
+    if (below_limit > creates)
+      add_chunk_pages(first, last, std::min(room_pages, below_limit) - creates, r);
+  }
   return true;
+}
+
+void arena::add_chunk_pages(std::uint32_t first, std::uint32_t last, std::size_t most, request& r) {
+  if (most == 0 || regions_.empty() || !is_current(*regions_.back()) || loop_.is_revived() ||
+      &pool_of(r.b) != &regions_.back()->pool)
+    return;
+  const std::size_t g = page_size_;
+  const auto region_first =
+      static_cast<std::uint32_t>(common::round_up(regions_.back()->placeholder->offset, g) / g);
+  const auto height = static_cast<std::uint32_t>(common::round_up(loop_.get_region_bytes(), g) / g);
+  if (first < region_first || last >= region_first + height) return;
+  const std::uint32_t lo =
+      region_first + (first - region_first) / kRegrowChunkPages * kRegrowChunkPages;
+  const std::uint32_t hi =
+      std::min(region_first + ((last - region_first) / kRegrowChunkPages + 1) * kRegrowChunkPages,
+               region_first + height) -
+      1;
+  std::vector<page_plan> below;
+  std::vector<page_plan> above;
+  auto add = [&](std::uint32_t i, std::vector<page_plan>& to) {
+    const page_map::page& p = pages_.at(i);
+    if (p.physical || p.busy || p.shadow || pages_.get_users(i) > 0 || most == 0) return false;
+    pages_.set_busy(i, true);
+    page_plan plan{i, 0, page_map::kNone};
+    plan.beside = true;
+    to.push_back(plan);
+    --most;
+    return true;
+  };
+  // Outwards from the block, so that the pages added join its own run.
+  for (std::uint32_t i = first; i-- > lo && add(i, below);) {
+  }
+  for (std::uint32_t i = last + 1; i <= hi && add(i, above);) {
+    ++i;
+  }
+  const std::size_t added = below.size() + above.size();
+  if (added == 0) return;
+  std::reverse(below.begin(), below.end());
+  below.insert(below.end(), r.pages.begin(), r.pages.end());
+  below.insert(below.end(), above.begin(), above.end());
+  r.pages = std::move(below);
+  r.max_group = kRegrowChunkPages;
+  r.creates += added;
+  r.reserving = r.creates * page_size_;
 }
 
 bool arena::map(request& r) {
@@ -632,6 +685,10 @@ arena::page_counts arena::finish(request& r, bool mapped, std::vector<page_plan>
       tell(p.index, true);
       pages_.set_physical(p.index, p.physical);
       pages_.set_busy(p.index, false);
+      if (p.beside) {  // used by no block yet: idle, with no work to wait for
+        pages_.set_last_use(p.index, r.b->queue, 0);
+        pages_.set_idle(p.index, true);
+      }
     }
     mapped_pages_ += r.pages.size();
     counts.mapped = r.pages.size();

@@ -35,6 +35,8 @@ struct page_plan {
   bool unmap_shadow = false;  // map: the page's shadow is unmapped first
   std::uint32_t pages = 1;    // pages of the physical page from here: more than one
                               // for a group (0: a later page of the entry before's group)
+  bool beside = false;        // map: a page of the plan's region beside the block, made
+                              // with its group and left idle (arena::add_chunk_pages)
 };
 
 class arena {
@@ -236,6 +238,10 @@ class arena {
   // Groups outside [first, last] whose every page is idle, its work completed (the
   // current plan's region's last), until `wanted` pages, into r.dissolved: they go back
   // whole (map() unmaps and releases them) where single pages would have been stolen.
+  // While pages are made again after an emptying, a block of the current plan's region
+  // that makes pages also makes, up to `most` pages, the region's other missing pages
+  // of the kRegrowChunkPages-page chunks it touches, in the same groups.
+  void add_chunk_pages(std::uint32_t first, std::uint32_t last, std::size_t most, request& r);
   // Returns their pages. Idle groups whose work on `queue` is still running add, for
   // each of their pages, the serial of their last free to `waiting`, as find_victims
   // does for single pages: the request may wait for that work rather than grow.

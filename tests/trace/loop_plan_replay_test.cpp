@@ -14,7 +14,7 @@ namespace {
 
 replay_result replay_workload(const std::string& name, bool plan_loops,
                               std::uint32_t device_lag = 0, bool order_queues = true,
-                              bool validate = true) {
+                              bool validate = true, bool empty_cache_each_step = false) {
   const trace_data trace =
       read(std::string(MEMKIT_SOURCE_DIR) + "/data/traces/workloads/" + name + ".trace.csv.gz");
   replay_options options;
@@ -22,6 +22,7 @@ replay_result replay_workload(const std::string& name, bool plan_loops,
   options.device_lag = device_lag;
   options.order_queues = order_queues;
   options.validate = validate;  // every invariant, regions included, after every operation
+  options.empty_cache_each_step = empty_cache_each_step;
   return replay(trace, options);
 }
 
@@ -144,6 +145,19 @@ TEST(loop_plan_replay, plans_kept_per_shape_move_fewer_pages_than_online_placeme
   ASSERT_TRUE(online.completed && planned.completed);
   ASSERT_TRUE(online.has_unmaps_after_warmup && planned.has_unmaps_after_warmup);
   EXPECT_LT(2 * planned.unmaps_after_warmup, online.unmaps_after_warmup);
+}
+
+// A program that empties its cache every step makes the plan's region again each step:
+// by region-aligned chunks of 32 pages (the plan uses every page below its height), not
+// block by block in groups of at most 16, and with no more memory.
+TEST(loop_plan_replay, a_region_emptied_every_step_is_made_again_by_chunks) {
+  const replay_result emptied = replay_workload("unet_bf16", true, 0, true, true, true);
+  ASSERT_TRUE(emptied.completed);
+  EXPECT_GT(emptied.loop.placed, 0u);
+  // Block by block, 8.6 pages came a physical allocation (small segments included).
+  EXPECT_GT(static_cast<double>(emptied.maps), 11.0 * static_cast<double>(emptied.backend_allocs));
+  EXPECT_LE(static_cast<double>(emptied.peak_reserved_bytes),
+            1.02 * static_cast<double>(emptied.peak_active_bytes) + (2 << 20));
 }
 
 }  // namespace
