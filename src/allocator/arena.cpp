@@ -48,7 +48,7 @@ constexpr std::uint32_t kRegrowGroupPages = 16;
 // Inside the current plan's region, pages made again come by chunks of this many
 // (region-aligned): the plan uses every page below its height in each repetition, so
 // a chunk made whole holds no more than the repetition maps anyway.
-constexpr std::uint32_t kRegrowChunkPages = 32;
+constexpr std::uint32_t kRegrowChunkPages = 64;
 
 }  // namespace
 

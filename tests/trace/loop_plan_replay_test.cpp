@@ -148,7 +148,7 @@ TEST(loop_plan_replay, plans_kept_per_shape_move_fewer_pages_than_online_placeme
 }
 
 // A program that empties its cache every step makes the plan's region again each step:
-// by region-aligned chunks of 32 pages (the plan uses every page below its height), not
+// by region-aligned chunks of 64 pages (the plan uses every page below its height), not
 // block by block in groups of at most 16, and with no more memory.
 TEST(loop_plan_replay, a_region_emptied_every_step_is_made_again_by_chunks) {
   const replay_result emptied = replay_workload("unet_bf16", true, 0, true, true, true);
