@@ -55,7 +55,9 @@
 //             past it (waiting once for their own queue's work, as for pages).
 //             After clear_cache, pages are made again in groups (up to 16 pages
 //             of one physical allocation, one mapping: one call's cost for many)
-//             until the arena holds as many as before; a group's pages never move
+//             until the arena holds as many as before (in the current plan's
+//             region, where each repetition uses every page below the plan's
+//             height, by region-aligned chunks of 64 pages); a group's pages never move
 //             alone, and it goes back whole, once every page of it is idle:
 //               group g mapped <=> every page of g mapped to g's physical page
 //             (released by LRU, or where its pages would have moved; past the

@@ -569,8 +569,7 @@ void arena::add_chunk_pages(std::uint32_t first, std::uint32_t last, std::size_t
   // Outwards from the block, so that the pages added join its own run.
   for (std::uint32_t i = first; i-- > lo && add(i, below);) {
   }
-  for (std::uint32_t i = last + 1; i <= hi && add(i, above);) {
-    ++i;
+  for (std::uint32_t i = last + 1; i <= hi && add(i, above); ++i) {
   }
   const std::size_t added = below.size() + above.size();
   if (added == 0) return;
@@ -580,7 +579,7 @@ void arena::add_chunk_pages(std::uint32_t first, std::uint32_t last, std::size_t
   r.pages = std::move(below);
   r.max_group = kRegrowChunkPages;
   r.creates += added;
-  r.reserving = r.creates * page_size_;
+  r.reserving = r.creates * g;
 }
 
 bool arena::map(request& r) {

@@ -235,13 +235,13 @@ class arena {
   void reclaim(std::uint32_t i, std::uint32_t h);
   void undo_reclaims(request& r);    // moves them back to their homes
   void restore_victims(request& r);  // stolen pages back to the idle pages they came from
-  // Groups outside [first, last] whose every page is idle, its work completed (the
-  // current plan's region's last), until `wanted` pages, into r.dissolved: they go back
-  // whole (map() unmaps and releases them) where single pages would have been stolen.
   // While pages are made again after an emptying, a block of the current plan's region
   // that makes pages also makes, up to `most` pages, the region's other missing pages
   // of the kRegrowChunkPages-page chunks it touches, in the same groups.
   void add_chunk_pages(std::uint32_t first, std::uint32_t last, std::size_t most, request& r);
+  // Groups outside [first, last] whose every page is idle, its work completed (the
+  // current plan's region's last), until `wanted` pages, into r.dissolved: they go back
+  // whole (map() unmaps and releases them) where single pages would have been stolen.
   // Returns their pages. Idle groups whose work on `queue` is still running add, for
   // each of their pages, the serial of their last free to `waiting`, as find_victims
   // does for single pages: the request may wait for that work rather than grow.
