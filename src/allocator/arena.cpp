@@ -692,6 +692,10 @@ arena::page_counts arena::finish(request& r, bool mapped, std::vector<page_plan>
     mapped_pages_ += r.pages.size();
     counts.mapped = r.pages.size();
   } else {
+    // A device that refused a group (or a chunk beside its block) gets pages one at a
+    // time again, until the next emptying: the block's own pages may fit where a
+    // larger physical allocation does not.
+    if (r.max_group > 1) regrow_until_ = 0;
     // Stolen pages go back where they came from (still mapped there); those created
     // before the backend ran out go back to the device: the caller releases them
     // without the lock.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "allocator/arena.hpp"
+#include "memkit/adaptors/fault_injection.hpp"
 #include "memkit/memkit.hpp"
 
 namespace memkit {
@@ -19,7 +20,8 @@ constexpr std::size_t kPage = 2 * MiB;  // the sim's granularity
 struct arena_test {
   explicit arena_test(double slack, std::size_t capacity = std::size_t{1} << 30)
       : device(make_options(capacity)),
-        vm(arena::create(device, device.get_facts(), fences, slack)) {}
+        faults(device),
+        vm(arena::create(faults, faults.get_facts(), fences, slack)) {}
 
   static sim_options make_options(std::size_t capacity) {
     sim_options o;
@@ -72,6 +74,7 @@ struct arena_test {
   }
 
   sim_backend device;
+  fault_injection_adaptor faults;  // passes every call through unless a test says
   fence_tracker fences{1};
   std::unique_ptr<arena> vm;
   std::size_t reserved = 0, active = 0, peak_active = 0, maps = 0, unmaps = 0, moves = 0;
@@ -297,6 +300,32 @@ TEST(arena_unit, pages_given_back_are_made_again_in_groups) {
   EXPECT_EQ(recounted(*t.vm), t.reserved);
   EXPECT_NO_THROW(t.vm->validate(false));
   t.free(b);
+}
+
+// A device that refused a group's physical allocation gets the pages one at a time
+// again: a group asks for more contiguous memory than any one page.
+TEST(arena_unit, a_refused_group_makes_pages_one_at_a_time_again) {
+  arena_test t(0.0);
+  t.free(t.place(40 * kPage));
+  std::vector<page_plan> released;
+  release_all(t, released);
+  fault_schedule next_create;
+  next_create.calls = {1};
+  t.faults.set_vm_schedule(next_create, vm_create_page);
+  arena::request r;
+  ASSERT_TRUE(t.vm->take(40 * kPage, 0, t.room(), r));
+  EXPECT_FALSE(t.vm->map(r)) << "the first group's physical allocation is refused";
+  std::vector<page_plan> to_release;
+  t.count(t.vm->finish(r, false, to_release));
+  t.vm->give_back(to_release);
+  EXPECT_EQ(t.reserved, 0u);
+  const sim_counters before = t.device.get_counters();
+  pools::block* a = t.place(40 * kPage);
+  EXPECT_EQ(t.device.get_counters().pages_created - before.pages_created, 40u);
+  EXPECT_EQ(t.reserved, 40 * kPage);
+  EXPECT_EQ(recounted(*t.vm), t.reserved);
+  EXPECT_NO_THROW(t.vm->validate(false));
+  t.free(a);
 }
 
 // 32 pages made again after an emptying (two idle groups of 16, their work completed)
