@@ -84,7 +84,12 @@
 //             to 8: a loop of a few shapes, say batch sizes drawn per step) and
 //             comes back when its first requests do; the next plan takes the last
 //             region when that is empty and high enough (regions are as high as
-//             the highest plan kept), so that shapes share their pages.
+//             the highest plan kept), so that shapes share their pages. While no
+//             plan places in a region (its loop lost: an eval phase between
+//             training steps, say; or its plan replaced), it lends its free mapped
+//             runs to online blocks of its queue, at the top of the highest run
+//             that holds them, rather than have them take its idle pages; blocks
+//             lent above the next plan's height do not keep that plan out.
 //   fences    a block freed on queue q is reusable at once on q; on another
 //             queue r once a fence recorded on q after the free completes, or
 //             (order_queues, where the backend has queue_ordering) once r's later

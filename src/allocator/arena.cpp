@@ -102,6 +102,33 @@ block* arena::take_most_mapped(std::size_t size, queue_id queue, queue_id* previ
   return range_.take_at(best, best_start, size, queue, previous_queue);
 }
 
+// Calls f(start, end) for each run of usable pages inside [range_start, range_end)
+// (bytes from the range's base), clipped to it, lowest first, while scan_left (bitmap
+// words to read) lasts.
+template <class F>
+void arena::visit_usable_runs(std::uint64_t range_start, std::uint64_t range_end,
+                              std::size_t& scan_left, F&& f) const {
+  const std::uint64_t g = page_size_;
+  const std::uint64_t last =
+      std::min<std::uint64_t>(page_of(range_end - 1), pages_.get_count() - 1);
+  std::uint64_t page = page_of(range_start);
+  while (page <= last && scan_left > 0) {
+    if (!pages_.is_usable(page)) {
+      const std::uint64_t found = pages_.find_run_start(page, last);
+      scan_left -= std::min<std::size_t>(
+          scan_left, (found == page_map::kNoPage ? last : found) / 64 - page / 64 + 1);
+      if (found == page_map::kNoPage) break;
+      page = found;
+    }
+    const std::uint64_t end_page = pages_.find_unusable(page, last);  // one past the run
+    scan_left -= std::min<std::size_t>(scan_left, end_page / 64 - page / 64 + 1);
+    const std::uint64_t start = std::max<std::uint64_t>(range_start, page * g);
+    const std::uint64_t end = std::min<std::uint64_t>(range_end, end_page * g);
+    if (end > start) f(start, end);
+    page = end_page + 1;
+  }
+}
+
 // With slack, the first choice for a block of many pages: best fit over runs of mapped
 // pages rather than over free ranges. The block goes to the start of the shortest run
 // of usable pages inside the first few free ranges that hold it (bounded work under
@@ -110,7 +137,6 @@ block* arena::take_most_mapped(std::size_t size, queue_id queue, queue_id* previ
 // from the tightest free range may split the one run a larger block of the next step
 // needed). Null when no run holds it.
 block* arena::take_tightest_run(std::size_t size, queue_id queue, queue_id* previous_queue) {
-  const std::uint64_t g = page_size_;
   if (pages_.get_count() == 0) return nullptr;
   const block* best = nullptr;
   std::uint64_t best_start = 0;
@@ -120,35 +146,53 @@ block* arena::take_tightest_run(std::size_t size, queue_id queue, queue_id* prev
   int after_found = 0;
   range_.visit_usable(size, queue, [&](const block* range) {
     if (++ranges > kMappedCandidatesWithSlack) return true;
-    const std::uint64_t range_end = range->offset + range->size;
-    const std::uint64_t last =
-        std::min<std::uint64_t>(page_of(range_end - 1), pages_.get_count() - 1);
-    std::uint64_t page = page_of(range->offset);
-    while (page <= last && scan_left > 0) {
-      if (!pages_.is_usable(page)) {
-        const std::uint64_t found = pages_.find_run_start(page, last);
-        scan_left -= std::min<std::size_t>(
-            scan_left, (found == page_map::kNoPage ? last : found) / 64 - page / 64 + 1);
-        if (found == page_map::kNoPage) break;
-        page = found;
-      }
-      const std::uint64_t end_page = pages_.find_unusable(page, last);  // one past the run
-      scan_left -= std::min<std::size_t>(scan_left, end_page / 64 - page / 64 + 1);
-      const std::uint64_t start = std::max<std::uint64_t>(range->offset, page * g);
-      const std::uint64_t end = std::min<std::uint64_t>(range_end, end_page * g);
-      if (end > start && end - start >= size && end - start < best_room) {
-        best = range;
-        best_start = start;
-        best_room = end - start;
-      }
-      page = end_page + 1;
-    }
+    visit_usable_runs(range->offset, range->offset + range->size, scan_left,
+                      [&](std::uint64_t start, std::uint64_t end) {
+                        if (end - start >= size && end - start < best_room) {
+                          best = range;
+                          best_start = start;
+                          best_room = end - start;
+                        }
+                      });
     if (best && ++after_found > kRangesAfterFit) return true;
     // A run that leaves less than a page over cannot be beaten by much.
-    return scan_left == 0 || best_room < size + g;
+    return scan_left == 0 || best_room < size + page_size_;
   });
   if (!best) return nullptr;
   return range_.take_at(best, best_start, size, queue, previous_queue);
+}
+
+// A plan's region lends its free mapped runs to online blocks of its queue while its
+// plan places nothing there: the current plan's while its loop is lost (another loop
+// runs between its repetitions: an eval phase between training steps, say), any
+// other region always. Placed outside, those blocks would take the region's idle
+// pages (kept for the plan's blocks, or held by a region that cannot go back to the
+// range while a block lives in it), and the plan would take them back when its loop
+// returns: the phase's pages would move twice each time. The block goes to the top of
+// the highest run that holds it, away from where plans start; one still live where a
+// planned block goes makes that request go online (loop_plan::unplan ignores it).
+block* arena::take_lent(std::size_t size, queue_id queue, queue_id* previous_queue) {
+  const bool current_lends = loop_.get_phase() == placement::loop_plan::phase::lost;
+  for (auto it = regions_.rbegin(); it != regions_.rend(); ++it) {
+    plan_region& region = **it;
+    if (region.queue != queue || (is_current(region) && !current_lends)) continue;
+    pools::segment_pool& pool = region.pool;
+    const std::uint64_t origin = pool.get_segments().front()->base - base_;
+    const block* best = nullptr;
+    std::uint64_t best_start = 0;  // from the range's base
+    std::size_t scan_left = kWindowPageScan;
+    pool.visit_usable_by_address(size, queue, [&](const block* range) {
+      visit_usable_runs(origin + range->offset, origin + range->offset + range->size, scan_left,
+                        [&](std::uint64_t start, std::uint64_t end) {
+                          if (end - start < size) return;
+                          best = range;
+                          best_start = end - size;
+                        });
+      return scan_left == 0;
+    });
+    if (best) return pool.take_at(best, best_start - origin, size, queue, previous_queue);
+  }
+  return nullptr;
 }
 
 std::unique_ptr<arena> arena::create(backend& device, const device_facts& facts,
@@ -231,8 +275,9 @@ void arena::make_region(queue_id queue) {
   const std::size_t bytes = common::round_up(loop_.get_region_bytes(), page_size_);
   // The last region, empty and large enough, serves the next plan: its pages are
   // mapped where that plan's blocks go (plans of one loop's shapes overlap most).
-  if (!regions_.empty() && is_empty(*regions_.back()) &&
+  if (!regions_.empty() && is_empty(*regions_.back(), bytes) &&
       regions_.back()->pool.get_segments().front()->size >= bytes) {
+    regions_.back()->queue = queue;
     loop_.set_region_ready();
     return;
   }
@@ -250,6 +295,7 @@ void arena::make_region(queue_id queue) {
   loop_.set_region_ready();
   auto region = std::make_unique<plan_region>(fences_.get_reuse_view());
   region->placeholder = place;
+  region->queue = queue;
   const std::size_t start = common::round_up(place->offset, page_size_);
   region->pool.set_index_by_address(true);
   region->pool.add_free_segment(base_ + start, span);
@@ -261,12 +307,13 @@ void arena::make_region(queue_id queue) {
   regions_.push_back(std::move(region));
 }
 
-bool arena::is_empty(const plan_region& region) const {
+bool arena::is_empty(const plan_region& region, std::size_t lent_from) const {
   const pools::segment* s = region.pool.get_segments().front();
-  bool empty = s->live_blocks == 0;
-  for (const block* b = s->first; empty && b; b = static_cast<const block*>(b->next_range))
-    empty = !b->deferred;
-  return empty;
+  if (s->live_blocks > 0 && lent_from == kNoLending) return false;
+  for (const block* b = s->first; b; b = static_cast<const block*>(b->next_range)) {
+    if (b->deferred || (b->live && (!b->lent || b->offset < lent_from))) return false;
+  }
+  return true;
 }
 
 void arena::retire_empty_regions() {
@@ -339,6 +386,7 @@ bool arena::take(std::size_t size, queue_id queue, const budget& room, loop_note
     return false;
   }
   b->loop_serial = note.serial;
+  b->lent = r.lent;
   return plan_pages(b, queue, room, r);
 }
 
@@ -350,6 +398,7 @@ block* arena::take_online(std::size_t size, queue_id queue, request& r) {
   // slack, then the most-mapped place inside a free range. Otherwise best fit.
   const bool near_only = slack_ <= 0.0;
   block* b = nullptr;
+  r.lent = false;
   if (!near_only && size >= kRunFitPages * page_size_) {
     b = take_tightest_run(size, queue, &r.previous_queue);
   } else {
@@ -366,6 +415,10 @@ block* arena::take_online(std::size_t size, queue_id queue, request& r) {
           return pages_.are_all_usable(first_page, last_page);
         },
         &r.previous_queue);
+  }
+  if (!b && !near_only) {
+    b = take_lent(size, queue, &r.previous_queue);
+    r.lent = b != nullptr;
   }
   if (!b && !near_only) b = take_most_mapped(size, queue, &r.previous_queue);
   if (!b) b = range_.take(size, queue, &r.previous_queue);

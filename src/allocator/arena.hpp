@@ -87,6 +87,7 @@ class arena {
     std::size_t past_slack = 0;     // pages it steals or creates past the slack's room
     std::size_t shortfall = 0;      // bytes over the limit, when it failed
     bool must_wait = false;         // another thread is mapping one of its pages
+    bool lent = false;              // placed in a plan's region by take_lent
     bool wait_would_help = false;   // past the slack, while idle pages wait on this queue's work
     std::uint64_t wait_serial = 0;  // then: frees on this queue up to here give enough of them
   };
@@ -196,12 +197,15 @@ class arena {
     explicit plan_region(pools::reuse_view reuse) : pool(false, reuse) {}
     pools::block* placeholder = nullptr;  // its place in the range
     pools::segment_pool pool;             // the planned blocks, at the plan's offsets
+    queue_id queue = 0;                   // the plan's queue, the only one placing there
   };
-  // Makes the plan's region, or lends it the last one when that is empty and large
+  // Makes the plan's region, or hands it the last one when that is empty and large
   // enough.
   void make_region(queue_id queue);
-  // No block of the region is live or waits on a fence.
-  bool is_empty(const plan_region& region) const;
+  // No block of the region is live or waits on a fence; but, with lent_from, blocks
+  // lent to online requests (take_lent) at or above that offset.
+  static constexpr std::size_t kNoLending = ~std::size_t{0};
+  bool is_empty(const plan_region& region, std::size_t lent_from = kNoLending) const;
   // Gives back to the range the placeholders of regions no plan uses any more
   // whose blocks have all gone (while one queue uses the arena: then their
   // addresses are reusable at once on it).
@@ -269,6 +273,11 @@ class arena {
   void visit_idle_by_age(Visit&& visit);
   pools::block* take_most_mapped(std::size_t size, queue_id queue, queue_id* previous_queue);
   pools::block* take_tightest_run(std::size_t size, queue_id queue, queue_id* previous_queue);
+  // An online block's place in a plan's region that no plan uses now, or null.
+  pools::block* take_lent(std::size_t size, queue_id queue, queue_id* previous_queue);
+  template <class F>
+  void visit_usable_runs(std::uint64_t range_start, std::uint64_t range_end, std::size_t& scan_left,
+                         F&& f) const;
   std::uint32_t page_of(std::size_t offset) const {
     return static_cast<std::uint32_t>(offset >> page_shift_);
   }

@@ -125,6 +125,14 @@ class range_placer {
   void for_each_by_offset(F&& f) const {
     for (const auto& [offset, n] : offset_index_) f(offset, static_cast<const Node*>(n));
   }
+  // Calls visit(range) on entries of the offset index of at least `size` bytes, lowest
+  // first, until it returns true.
+  template <class Visit>
+  void visit_fits_by_offset(std::uint64_t size, Visit&& visit) const {
+    for (const auto& entry : offset_index_) {
+      if (entry.second->size >= size && visit(static_cast<const Node*>(entry.second))) return;
+    }
+  }
 
   std::uint64_t calculate_largest() const {
     if (!by_offset_) return index_.calculate_largest();

@@ -48,6 +48,7 @@ struct alignas(64) block : placement::range_node {
   bool live = false;                         // handed out
   bool deferred = false;                     // free but waiting for other queues' recorded uses
   bool used_elsewhere = false;               // live and record_use named another queue
+  bool lent = false;                         // arena: placed online in a plan's region
   std::uint32_t unmerged_slot = kNotListed;  // place in the list of blocks left apart
   // Live: a number unique to this hand-out; free: 0. Read without the lock by a
   // thread cache checking that a block it handed out was not freed elsewhere.
@@ -75,6 +76,7 @@ struct alignas(64) block : placement::range_node {
     live = false;
     deferred = false;
     used_elsewhere = false;
+    lent = false;
     unmerged_slot = kNotListed;
     loop_serial = 0;
     counted_requested = 0;
@@ -164,6 +166,12 @@ class segment_pool {
   template <class Visit>
   void visit_usable(std::size_t size, queue_id queue, Visit&& visit) const {
     placer_.visit_fits(size, [&](const block* b) { return is_usable(b, queue) && visit(b); });
+  }
+  // The same for a pool indexed by address (set_index_by_address), lowest first.
+  template <class Visit>
+  void visit_usable_by_address(std::size_t size, queue_id queue, Visit&& visit) const {
+    placer_.visit_fits_by_offset(size,
+                                 [&](const block* b) { return is_usable(b, queue) && visit(b); });
   }
   // Carves `size` bytes starting at offset `start` inside free block b for `queue`.
   block* take_at(const block* b, std::uint64_t start, std::size_t size, queue_id queue,

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "memkit/replay.hpp"
 #include "memkit/trace.hpp"
@@ -12,11 +14,58 @@
 namespace memkit::trace {
 namespace {
 
+trace_data read_workload(const std::string& name) {
+  return read(std::string(MEMKIT_SOURCE_DIR) + "/data/traces/workloads/" + name + ".trace.csv.gz");
+}
+
+// A training loop with an eval phase every `train_steps` steps: the events before
+// each trace's first step marker, then `train_steps` steps of `train` and `eval_steps`
+// of `eval` in turn, `steps` in all (blocks renumbered in allocation order; a block
+// live across a phase's end stays live until its trace goes on).
+trace_data splice_phases(const trace_data& train, const trace_data& eval, std::size_t train_steps,
+                         std::size_t eval_steps, std::size_t steps) {
+  trace_data out;
+  out.name = train.name + "+" + eval.name;
+  out.streams = train.streams.size() >= eval.streams.size() ? train.streams : eval.streams;
+  std::unordered_map<std::uint64_t, std::uint64_t> renumbered[2];
+  auto copy = [&](int source, const trace_data& t, std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t k = from; k < to; ++k) {
+      event e = t.events[k];
+      if (e.kind == action::allocate) {
+        renumbered[source][e.block] = out.allocations;
+        e.block = out.allocations++;
+      } else {
+        e.block = renumbered[source].at(e.block);
+      }
+      out.events.push_back(e);
+    }
+  };
+  auto step_end = [](const trace_data& t, std::size_t k) {
+    return k + 1 < t.step_starts.size() ? t.step_starts[k + 1] : t.events.size();
+  };
+  copy(0, train, 0, train.step_starts.front());
+  copy(1, eval, 0, eval.step_starts.front());
+  std::size_t next[2] = {0, 0};
+  while (out.step_starts.size() < steps) {
+    for (int source = 0; source < 2; ++source) {
+      const trace_data& t = source == 0 ? train : eval;
+      for (std::size_t k = 0; k < (source == 0 ? train_steps : eval_steps); ++k) {
+        if (out.step_starts.size() == steps || next[source] == t.step_starts.size()) break;
+        out.step_starts.push_back(out.events.size());
+        copy(source, t, t.step_starts[next[source]], step_end(t, next[source]));
+        ++next[source];
+      }
+    }
+  }
+  out.steps = steps;
+  out.warmup_steps = 10;
+  return out;
+}
+
 replay_result replay_workload(const std::string& name, bool plan_loops,
                               std::uint32_t device_lag = 0, bool order_queues = true,
                               bool validate = true, bool empty_cache_each_step = false) {
-  const trace_data trace =
-      read(std::string(MEMKIT_SOURCE_DIR) + "/data/traces/workloads/" + name + ".trace.csv.gz");
+  const trace_data trace = read_workload(name);
   replay_options options;
   options.plan_loops = plan_loops;
   options.device_lag = device_lag;
@@ -158,6 +207,31 @@ TEST(loop_plan_replay, a_region_emptied_every_step_is_made_again_by_chunks) {
   EXPECT_GT(static_cast<double>(emptied.maps), 11.0 * static_cast<double>(emptied.backend_allocs));
   EXPECT_LE(static_cast<double>(emptied.peak_reserved_bytes),
             1.02 * static_cast<double>(emptied.peak_active_bytes) + (2 << 20));
+}
+
+// An eval phase of three steps after every eight training steps (another model's
+// eval loop: its own sizes, while the training loop's weights and optimizer state stay
+// live). The training plan's region lends its idle mapped pages to the eval blocks,
+// which then take none away: once the plan's region is made (the second training
+// phase), neither the next eval phase (steps 19-21) nor the training after it moves a
+// page, whenever the device completes its work. (Before lending: 40 and 51 unmaps in
+// steps 19 and 20 at lag 0; 178, 263 and 680 in steps 19, 20 and 22 at lag 2000.)
+TEST(loop_plan_replay, an_eval_phase_between_training_phases_moves_no_page) {
+  const trace_data spliced = splice_phases(read_workload("convnext_tiny_adamw"),
+                                           read_workload("resnet18_eval_varbatch"), 8, 3, 25);
+  for (const std::uint32_t lag : {0u, 2000u}) {
+    replay_options options;
+    options.device_lag = lag;
+    options.validate = true;
+    const replay_result r = replay(spliced, options);
+    ASSERT_TRUE(r.completed) << r.failure;
+    ASSERT_EQ(r.unmaps_by_step.size(), 25u);
+    EXPECT_GT(r.loop.placed, 0u);
+    for (std::size_t step = 14; step < r.unmaps_by_step.size(); ++step)
+      EXPECT_EQ(r.unmaps_by_step[step], 0u) << "lag " << lag << ", step " << step;
+    EXPECT_LE(static_cast<double>(r.peak_reserved_bytes),
+              1.02 * static_cast<double>(r.peak_active_bytes) + (2 << 20));
+  }
 }
 
 }  // namespace
