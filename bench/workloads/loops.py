@@ -299,6 +299,24 @@ def convnext_tiny(device, seed):
     return _classifier_step(model, optimizer, device, seed)
 
 
+@loop("convnext_train_eval_phases", "timm ConvNeXt-Tiny trained as convnext_tiny_adamw for "
+      "eight steps, then three eval steps of the same model (no_grad, batch drawn from "
+      "1..128 at 224 px), in turn: a validation pass between training phases")
+def convnext_train_eval_phases(device, seed):
+    import timm
+    model = timm.create_model("convnext_tiny", pretrained=False).to(device)
+    train = _classifier_step(model, _adamw(model), device, seed)
+    evaluate = _eval_varbatch_step(model, device, seed + 1, 128, torch.float32)
+    steps = [0]
+
+    def step():
+        phase = steps[0] % 11
+        steps[0] += 1
+        model.train(phase < 8)
+        return train() if phase < 8 else evaluate()
+    return step
+
+
 @loop("llama_generate_varbatch", "Llama-style decoder (8 layers, 1024 wide) in bf16, "
       "generate 64 tokens after a prompt of 32..256 tokens, batch drawn from 1..16")
 def llama_generate(device, seed):
