@@ -395,7 +395,8 @@ block* arena::take_online(std::size_t size, queue_id queue, request& r) {
   // A block of many pages takes the shortest mapped run that holds it; a smaller one,
   // the best-fitting free range whose pages are mapped where it would be cut, among
   // the first few that fit (its partial pages are shared with its neighbours). With
-  // slack, then the most-mapped place inside a free range. Otherwise best fit.
+  // slack, then a mapped run a plan's region lends (take_lent), then the most-mapped
+  // place inside a free range. Otherwise best fit.
   const bool near_only = slack_ <= 0.0;
   block* b = nullptr;
   r.lent = false;
