@@ -46,7 +46,9 @@ trace_data splice_phases(const trace_data& train, const trace_data& eval, std::s
   copy(0, train, 0, train.step_starts.front());
   copy(1, eval, 0, eval.step_starts.front());
   std::size_t next[2] = {0, 0};
-  while (out.step_starts.size() < steps) {
+  // Until `steps`, or until both traces have run out of steps.
+  while (out.step_starts.size() < steps &&
+         (next[0] < train.step_starts.size() || next[1] < eval.step_starts.size())) {
     for (int source = 0; source < 2; ++source) {
       const trace_data& t = source == 0 ? train : eval;
       for (std::size_t k = 0; k < (source == 0 ? train_steps : eval_steps); ++k) {
@@ -57,7 +59,7 @@ trace_data splice_phases(const trace_data& train, const trace_data& eval, std::s
       }
     }
   }
-  out.steps = steps;
+  out.steps = out.step_starts.size();
   out.warmup_steps = 10;
   return out;
 }
