@@ -814,3 +814,234 @@ def resnet50_amp_fp16(device, seed):
         scaler.update()
         return loss.detach()
     return step
+
+
+# A fifth batch, tuned on by no figure: two models trained in turn (a GAN), adapters
+# trained on a frozen model (LoRA), a backbone unfrozen partway through the timed steps,
+# eval outputs gathered over several steps, a VAE-style decoder at a resolution drawn per
+# step, and speech-style CTC training of varying length.
+
+@loop("dcgan_train", "DCGAN-style generator and discriminator (64 px, 64-512 channels), "
+      "batch 256, a discriminator step then a generator step each iteration, two Adam "
+      "optimizers, fp32")
+def dcgan_train(device, seed):
+    nn = torch.nn
+
+    def up(cin, cout, stride, padding):
+        return [nn.ConvTranspose2d(cin, cout, 4, stride, padding, bias=False),
+                nn.BatchNorm2d(cout), nn.ReLU(True)]
+
+    def down(cin, cout, norm=True):
+        return [nn.Conv2d(cin, cout, 4, 2, 1, bias=False)] + \
+            ([nn.BatchNorm2d(cout)] if norm else []) + [nn.LeakyReLU(0.2, True)]
+    generator = nn.Sequential(*up(100, 512, 1, 0), *up(512, 256, 2, 1), *up(256, 128, 2, 1),
+                              *up(128, 64, 2, 1), nn.ConvTranspose2d(64, 3, 4, 2, 1, bias=False),
+                              nn.Tanh()).to(device)
+    discriminator = nn.Sequential(*down(3, 64, norm=False), *down(64, 128), *down(128, 256),
+                                  *down(256, 512), nn.Conv2d(512, 1, 4, 1, 0, bias=False),
+                                  nn.Flatten()).to(device)
+    opt_g = torch.optim.Adam(generator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(discriminator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    bce = nn.BCEWithLogitsLoss()
+    g = torch.Generator(device=device).manual_seed(seed)
+    n = 256
+
+    def step():
+        real = torch.rand(n, 3, 64, 64, device=device, generator=g) * 2 - 1
+        fake = generator(torch.randn(n, 100, 1, 1, device=device, generator=g))
+        ones = torch.ones(n, 1, device=device)
+        opt_d.zero_grad(set_to_none=True)
+        loss_d = bce(discriminator(real), ones) + \
+            bce(discriminator(fake.detach()), torch.zeros(n, 1, device=device))
+        loss_d.backward()
+        opt_d.step()
+        opt_g.zero_grad(set_to_none=True)
+        loss_g = bce(discriminator(fake), ones)
+        loss_g.backward()
+        opt_g.step()
+        return (loss_d + loss_g).detach()
+    return step
+
+
+class _LoRALinear(torch.nn.Module):
+    """A frozen linear layer plus a trainable low-rank update (rank 16, fp32 weights)."""
+
+    def __init__(self, base, rank=16):
+        super().__init__()
+        self.base = base
+        device = base.weight.device
+        self.a = torch.nn.Parameter(torch.randn(rank, base.in_features, device=device) * 0.01)
+        self.b = torch.nn.Parameter(torch.zeros(base.out_features, rank, device=device))
+
+    def forward(self, x):
+        low = torch.nn.functional.linear(torch.nn.functional.linear(x, self.a), self.b)
+        return self.base(x) + low
+
+
+@loop("lora_llama_varlen", "Llama-style decoder (12 layers, 1024 wide, GQA) frozen in bf16 with "
+      "rank-16 LoRA adapters on every attention projection, batch 4, length drawn from "
+      "128..1024 each step, bf16 autocast, AdamW on the adapters only")
+def lora_llama(device, seed):
+    from transformers import LlamaForCausalLM
+    config = _llama_config(12)
+    model = LlamaForCausalLM(config).to(device=device, dtype=torch.bfloat16)
+    model.requires_grad_(False)
+    for layer in model.model.layers:
+        attention = layer.self_attn
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            setattr(attention, name, _LoRALinear(getattr(attention, name)))
+    model.train()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    rng = random.Random(seed)
+    return _causal_lm_step(model, optimizer, config.vocab_size, 4,
+                           lambda: rng.randint(128, 1024), device, seed)
+
+
+@loop("resnet50_unfreeze", "torchvision ResNet-50 fine-tuned, batch 64 at 224 px, bf16 "
+      "autocast, SGD with momentum: only the classifier trains for the first 15 steps, then "
+      "the whole network (gradients and momentum for the backbone appear in the timed steps)")
+def resnet50_unfreeze(device, seed):
+    import torchvision
+    model = torchvision.models.resnet50(weights=None).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model.requires_grad_(False)
+    model.fc.requires_grad_(True)
+    train = _classifier_step(model, optimizer, device, seed, bf16=True)
+    steps = [0]
+
+    def step():
+        steps[0] += 1
+        if steps[0] == 16:
+            model.requires_grad_(True)
+        return train()
+    return step
+
+
+@loop("vit_eval_gather", "timm ViT-B/16 inference in bf16, batch drawn from 16..128 each step "
+      "at 224 px; each step's token features kept on the GPU and every 8th step concatenated "
+      "into a similarity matrix, then dropped (an eval pass that gathers its outputs)")
+def vit_eval_gather(device, seed):
+    import timm
+    model = timm.create_model("vit_base_patch16_224", pretrained=False)
+    model = model.to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    kept = []
+
+    @torch.no_grad()
+    def step():
+        x = torch.randn(rng.randint(16, 128), 3, 224, 224, device=device, generator=g,
+                        dtype=torch.bfloat16)
+        kept.append(model.forward_features(x))
+        if len(kept) < 8:
+            return kept[-1].float().mean()
+        pooled = torch.cat(kept).float().mean(dim=1)
+        kept.clear()
+        pooled = torch.nn.functional.normalize(pooled, dim=1)
+        return (pooled @ pooled.t()).mean()
+    return step
+
+
+class _VAEDecoder(torch.nn.Module):
+    """A VAE-style image decoder: 4 latent channels up to RGB at 8 x the latent's size,
+    512-128 channels, GroupNorm, one self-attention block at the latent's size."""
+
+    class Res(torch.nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            nn = torch.nn
+            self.norm1, self.conv1 = nn.GroupNorm(32, cin), nn.Conv2d(cin, cout, 3, padding=1)
+            self.norm2, self.conv2 = nn.GroupNorm(32, cout), nn.Conv2d(cout, cout, 3, padding=1)
+            self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+        def forward(self, x):
+            silu = torch.nn.functional.silu
+            h = self.conv1(silu(self.norm1(x)))
+            return self.skip(x) + self.conv2(silu(self.norm2(h)))
+
+    class Attention(torch.nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.norm = torch.nn.GroupNorm(32, c)
+            self.qkv, self.out = torch.nn.Conv2d(c, 3 * c, 1), torch.nn.Conv2d(c, c, 1)
+
+        def forward(self, x):
+            n, c, h, w = x.shape
+            q, k, v = self.qkv(self.norm(x)).reshape(n, 3, c, h * w).transpose(2, 3).unbind(1)
+            a = torch.nn.functional.scaled_dot_product_attention(q[:, None], k[:, None],
+                                                                 v[:, None])[:, 0]
+            return x + self.out(a.transpose(1, 2).reshape(n, c, h, w))
+
+    def __init__(self):
+        super().__init__()
+        nn, Res = torch.nn, _VAEDecoder.Res
+        self.conv_in = nn.Conv2d(4, 512, 3, padding=1)
+        self.mid = nn.Sequential(Res(512, 512), _VAEDecoder.Attention(512), Res(512, 512))
+        widths = [(512, 512), (512, 512), (512, 256), (256, 128)]
+        self.levels = nn.ModuleList(nn.Sequential(Res(cin, cout), Res(cout, cout))
+                                    for cin, cout in widths)
+        self.ups = nn.ModuleList(nn.Conv2d(cout, cout, 3, padding=1) for _, cout in widths[:3])
+        self.norm_out, self.conv_out = nn.GroupNorm(32, 128), nn.Conv2d(128, 3, 3, padding=1)
+
+    def forward(self, z):
+        h = self.mid(self.conv_in(z))
+        for i, level in enumerate(self.levels):
+            h = level(h)
+            if i < len(self.ups):
+                h = self.ups[i](torch.nn.functional.interpolate(h, scale_factor=2.0,
+                                                                mode="nearest"))
+        return self.conv_out(torch.nn.functional.silu(self.norm_out(h)))
+
+
+@loop("vae_decode_varres", "VAE-style image decoder (512-128 channels, GroupNorm, attention "
+      "at the latent's size) in bf16, no_grad, batch drawn from 1..4 and output size from "
+      "256, 384, 512, 640 px each step (activations of 100-800 MB)")
+def vae_decode_varres(device, seed):
+    model = _VAEDecoder().to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        side = rng.choice((256, 384, 512, 640)) // 8
+        z = torch.randn(rng.randint(1, 4), 4, side, side, device=device, generator=g,
+                        dtype=torch.bfloat16)
+        return model(z).float().mean()
+    return step
+
+
+@loop("speech_ctc_varlen", "speech-style encoder: two strided Conv1d layers over 80 mel "
+      "features, then 12 pre-norm Transformer encoder layers (512 wide, nn.TransformerEncoder), "
+      "CTC loss over 1000 tokens; batch 16, 200..1500 frames and a target length drawn each "
+      "step, bf16 autocast, AdamW")
+def speech_ctc(device, seed):
+    nn = torch.nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.subsample = nn.Sequential(nn.Conv1d(80, 512, 3, stride=2, padding=1),
+                                           nn.GELU(), nn.Conv1d(512, 512, 3, stride=2,
+                                                                padding=1), nn.GELU())
+            layer = nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.1, batch_first=True,
+                                               norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 12, enable_nested_tensor=False)
+            self.head = nn.Linear(512, 1000)
+
+        def forward(self, x):
+            return self.head(self.encoder(self.subsample(x).transpose(1, 2)))
+    model = Model().to(device)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    n = 16
+
+    def forward():
+        x = torch.randn(n, 80, rng.randint(200, 1500), device=device, generator=g)
+        log_probs = model(x).float().log_softmax(-1).transpose(0, 1)
+        frames = log_probs.shape[0]
+        length = rng.randint(10, frames // 4)
+        targets = torch.randint(1, 1000, (n, length), device=device, generator=g)
+        return torch.nn.functional.ctc_loss(log_probs, targets,
+                                            torch.full((n,), frames, dtype=torch.long),
+                                            torch.full((n,), length, dtype=torch.long))
+    return _train_step(model, _adamw(model), forward, bf16=True)
