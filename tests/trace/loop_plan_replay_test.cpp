@@ -236,5 +236,24 @@ TEST(loop_plan_replay, an_eval_phase_between_training_phases_moves_no_page) {
   }
 }
 
+// The same pattern as recorded from a real program (eight training steps of
+// ConvNeXt-Tiny, then three no_grad eval steps of the same model, in turn): once the
+// warm-up is over, no step moves a page.
+TEST(loop_plan_replay, a_recorded_training_loop_with_eval_phases_moves_no_page) {
+  const trace_data recorded = read_workload("convnext_train_eval_phases");
+  for (const std::uint32_t lag : {0u, 2000u}) {
+    replay_options options;
+    options.device_lag = lag;
+    options.validate = true;
+    const replay_result r = replay(recorded, options);
+    ASSERT_TRUE(r.completed) << r.failure;
+    ASSERT_EQ(r.unmaps_by_step.size(), 35u);
+    for (std::size_t step = 10; step < r.unmaps_by_step.size(); ++step)
+      EXPECT_EQ(r.unmaps_by_step[step], 0u) << "lag " << lag << ", step " << step;
+    EXPECT_LE(static_cast<double>(r.peak_reserved_bytes),
+              1.02 * static_cast<double>(r.peak_active_bytes) + (2 << 20));
+  }
+}
+
 }  // namespace
 }  // namespace memkit::trace
