@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "memkit/replay.hpp"
@@ -75,6 +76,30 @@ replay_result replay_workload(const std::string& name, bool plan_loops,
   options.validate = validate;  // every invariant, regions included, after every operation
   options.empty_cache_each_step = empty_cache_each_step;
   return replay(trace, options);
+}
+
+// Replays `trace` (`steps` steps) with validation at device lags 0 and 2000, expecting
+// no unmap from step `settled` on and reserved within the slack over the peak in use;
+// returns the replays that completed.
+std::vector<replay_result> expect_no_unmaps_from(const trace_data& trace, std::size_t steps,
+                                                 std::size_t settled) {
+  std::vector<replay_result> results;
+  for (const std::uint32_t lag : {0u, 2000u}) {
+    replay_options options;
+    options.device_lag = lag;
+    options.validate = true;
+    replay_result r = replay(trace, options);
+    EXPECT_TRUE(r.completed) << "lag " << lag << ": " << r.failure;
+    EXPECT_EQ(r.unmaps_by_step.size(), steps) << "lag " << lag;
+    if (!r.completed) continue;
+    for (std::size_t step = settled; step < r.unmaps_by_step.size(); ++step)
+      EXPECT_EQ(r.unmaps_by_step[step], 0u) << "lag " << lag << ", step " << step;
+    EXPECT_LE(static_cast<double>(r.peak_reserved_bytes),
+              1.02 * static_cast<double>(r.peak_active_bytes) + (2 << 20))
+        << "lag " << lag;
+    results.push_back(std::move(r));
+  }
+  return results;
 }
 
 // The timed steps of the trace keep each step's result until the next one's is made
@@ -221,38 +246,15 @@ TEST(loop_plan_replay, a_region_emptied_every_step_is_made_again_by_chunks) {
 TEST(loop_plan_replay, an_eval_phase_between_training_phases_moves_no_page) {
   const trace_data spliced = splice_phases(read_workload("convnext_tiny_adamw"),
                                            read_workload("resnet18_eval_varbatch"), 8, 3, 25);
-  for (const std::uint32_t lag : {0u, 2000u}) {
-    replay_options options;
-    options.device_lag = lag;
-    options.validate = true;
-    const replay_result r = replay(spliced, options);
-    ASSERT_TRUE(r.completed) << r.failure;
-    ASSERT_EQ(r.unmaps_by_step.size(), 25u);
+  for (const replay_result& r : expect_no_unmaps_from(spliced, 25, 14))
     EXPECT_GT(r.loop.placed, 0u);
-    for (std::size_t step = 14; step < r.unmaps_by_step.size(); ++step)
-      EXPECT_EQ(r.unmaps_by_step[step], 0u) << "lag " << lag << ", step " << step;
-    EXPECT_LE(static_cast<double>(r.peak_reserved_bytes),
-              1.02 * static_cast<double>(r.peak_active_bytes) + (2 << 20));
-  }
 }
 
 // The same pattern as recorded from a real program (eight training steps of
 // ConvNeXt-Tiny, then three no_grad eval steps of the same model, in turn): once the
 // warm-up is over, no step moves a page.
 TEST(loop_plan_replay, a_recorded_training_loop_with_eval_phases_moves_no_page) {
-  const trace_data recorded = read_workload("convnext_train_eval_phases");
-  for (const std::uint32_t lag : {0u, 2000u}) {
-    replay_options options;
-    options.device_lag = lag;
-    options.validate = true;
-    const replay_result r = replay(recorded, options);
-    ASSERT_TRUE(r.completed) << r.failure;
-    ASSERT_EQ(r.unmaps_by_step.size(), 35u);
-    for (std::size_t step = 10; step < r.unmaps_by_step.size(); ++step)
-      EXPECT_EQ(r.unmaps_by_step[step], 0u) << "lag " << lag << ", step " << step;
-    EXPECT_LE(static_cast<double>(r.peak_reserved_bytes),
-              1.02 * static_cast<double>(r.peak_active_bytes) + (2 << 20));
-  }
+  expect_no_unmaps_from(read_workload("convnext_train_eval_phases"), 35, 10);
 }
 
 }  // namespace
