@@ -22,5 +22,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 cd "$build"
 parallel=()
 [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
-"$build/fuzz_$target" -max_total_time="$seconds" -max_len=4096 -timeout=20 "${parallel[@]}" \
+# An input is a hang past 120 s: with validation after every call, one that maps ~100k
+# pages of 4 KiB takes ~45 s here (each validation walks and sorts every page).
+"$build/fuzz_$target" -max_total_time="$seconds" -max_len=4096 -timeout=120 "${parallel[@]}" \
   -print_final_stats=1 "$build/corpus/$target" "$root/fuzz/corpus/$target"
