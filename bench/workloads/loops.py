@@ -819,7 +819,8 @@ def resnet50_amp_fp16(device, seed):
 # A fifth batch, tuned on by no figure: two models trained in turn (a GAN), adapters
 # trained on a frozen model (LoRA), a backbone unfrozen partway through the timed steps,
 # eval outputs gathered over several steps, a VAE-style decoder at a resolution drawn per
-# step, and speech-style CTC training of varying length.
+# step, speech-style CTC training of varying length, generation with a static KV cache,
+# and two-stage inference (detection, then classification of a varying number of crops).
 
 @loop("dcgan_train", "DCGAN-style generator and discriminator (64 px, 64-512 channels), "
       "batch 256, a discriminator step then a generator step each iteration, two Adam "
@@ -1044,4 +1045,162 @@ def speech_ctc(device, seed):
         return torch.nn.functional.ctc_loss(log_probs, targets,
                                             torch.full((n,), frames, dtype=torch.long),
                                             torch.full((n,), length, dtype=torch.long))
+    return _train_step(model, _adamw(model), forward, bf16=True)
+
+
+@loop("llama_generate_static", "Llama-style decoder (8 layers, 1024 wide) in bf16, generate "
+      "64 tokens after a prompt of 32..256 tokens, batch drawn from 1..16, with a static KV "
+      "cache (cache_implementation='static': the whole cache made at the start of each "
+      "generate)")
+def llama_generate_static(device, seed):
+    from transformers import LlamaForCausalLM
+    config = _llama_config(8)
+    model = LlamaForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    # Without torch.compile: recompiling for each drawn shape would time the compiler.
+    extra = {"disable_compile": True} if hasattr(model.generation_config,
+                                                   "disable_compile") else {}
+    return _generate_step(model, device, seed, 0, config.vocab_size,
+                          lambda: (rng.randint(1, 16), rng.randint(32, 256)),
+                          max_new_tokens=64, min_new_tokens=64, pad_token_id=0,
+                          cache_implementation="static", **extra)
+
+
+@loop("detect_then_classify", "two-stage inference in fp16: torchvision Faster R-CNN "
+      "(MobileNetV3 FPN) on 4 images of 480..800 px, then 1..96 crops (roi_align to 224 px) "
+      "classified by a ResNet-50, no_grad")
+def detect_then_classify(device, seed):
+    import torchvision
+    detector = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_fpn(
+        weights=None, weights_backbone=None, num_classes=91).to(device).eval()
+    classifier = torchvision.models.resnet50(weights=None).to(device=device,
+                                                              dtype=torch.float16).eval()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    @torch.no_grad()
+    def step():
+        sizes = [(rng.randint(480, 800), rng.randint(480, 800)) for _ in range(4)]
+        images = [torch.rand(3, h, w, device=device, generator=g) for h, w in sizes]
+        with torch.autocast("cuda", dtype=torch.float16):
+            detections = detector(images)
+        boxes = []
+        for k, (h, w) in enumerate(sizes):
+            for _ in range(rng.randint(0, 24)):
+                x1, y1 = rng.uniform(0, w - 32), rng.uniform(0, h - 32)
+                boxes.append([k, x1, y1, rng.uniform(x1 + 16, w), rng.uniform(y1 + 16, h)])
+        boxes = boxes or [[0, 0.0, 0.0, 64.0, 64.0]]
+        batch = torch.zeros(4, 3, max(h for h, _ in sizes), max(w for _, w in sizes),
+                            device=device)
+        for k, (h, w) in enumerate(sizes):
+            batch[k, :, :h, :w] = images[k]
+        crops = torchvision.ops.roi_align(batch, torch.tensor(boxes, device=device),
+                                          output_size=224, aligned=True)
+        scores = classifier(crops.half()).float().softmax(-1)
+        total = scores.max(-1).values.sum()
+        for d in detections:
+            total = total + d["scores"].float().sum()
+        return total
+    return step
+
+
+# A sixth batch, tuned on by no figure: reinforcement-learning updates of small networks
+# (thousands of tiny tensors a step), video training with the clip length drawn, assisted
+# generation (a draft model whose KV cache is cut back every round) and a state-space
+# model trained through its sequential scan.
+
+@loop("ppo_update_small", "PPO-style update: policy and value MLPs (64 -> 256 -> 256), a "
+      "rollout of 4096 random transitions, 4 epochs of minibatches of 256..1024 drawn per "
+      "step, clipped surrogate loss, Adam, fp32")
+def ppo_update_small(device, seed):
+    policy = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(),
+                                 torch.nn.Linear(256, 256), torch.nn.Tanh(),
+                                 torch.nn.Linear(256, 18)).to(device)
+    value = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(),
+                                torch.nn.Linear(256, 256), torch.nn.Tanh(),
+                                torch.nn.Linear(256, 1)).to(device)
+    optimizer = torch.optim.Adam(list(policy.parameters()) + list(value.parameters()), lr=3e-4)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def step():
+        n = 4096
+        obs = torch.randn(n, 64, device=device, generator=g)
+        actions = torch.randint(0, 18, (n,), device=device, generator=g)
+        advantages = torch.randn(n, device=device, generator=g)
+        returns = torch.randn(n, device=device, generator=g)
+        with torch.no_grad():
+            old_logp = policy(obs).log_softmax(-1).gather(1, actions[:, None]).squeeze(1)
+        minibatch = rng.choice([256, 512, 1024])
+        total = torch.zeros((), device=device)
+        for _ in range(4):
+            order = torch.randperm(n, device=device, generator=g)
+            for start in range(0, n, minibatch):
+                k = order[start:start + minibatch]
+                logits = policy(obs[k])
+                logp = logits.log_softmax(-1).gather(1, actions[k, None]).squeeze(1)
+                ratio = (logp - old_logp[k]).exp()
+                adv = advantages[k]
+                surrogate = torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean()
+                entropy = -(logits.softmax(-1) * logits.log_softmax(-1)).sum(-1).mean()
+                value_loss = (value(obs[k]).squeeze(1) - returns[k]).pow(2).mean()
+                loss = -surrogate + 0.5 * value_loss - 0.01 * entropy
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(list(policy.parameters()) +
+                                               list(value.parameters()), 0.5)
+                optimizer.step()
+                total = total + loss.detach()
+        return total
+    return step
+
+
+@loop("r3d_video_varframes", "torchvision R3D-18 video classifier, batch 8 clips at 112 px, "
+      "clip length drawn from 8, 12, 16 frames each step, bf16 autocast, SGD with momentum")
+def r3d_video_varframes(device, seed):
+    import torchvision
+    model = torchvision.models.video.r3d_18(weights=None, num_classes=400).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        x = torch.randn(8, 3, rng.choice([8, 12, 16]), 112, 112, device=device, generator=g)
+        y = torch.randint(0, 400, (8,), device=device, generator=g)
+        return loss_fn(model(x), y)
+    return _train_step(model, optimizer, forward, bf16=True)
+
+
+@loop("llama_assisted_generate", "assisted generation: a Llama-style target (8 layers, 1024 "
+      "wide) and a 2-layer draft of the same vocabulary in bf16, generate 48 tokens after a "
+      "prompt of 32..256, batch 1 (the draft's cache cut back each round)")
+def llama_assisted_generate(device, seed):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    target = LlamaForCausalLM(_llama_config(8)).to(device=device, dtype=torch.bfloat16).eval()
+    draft_config = LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=2,
+                               num_attention_heads=8, num_key_value_heads=4,
+                               vocab_size=32000, max_position_embeddings=2048)
+    draft = LlamaForCausalLM(draft_config).to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    return _generate_step(target, device, seed, 0, 32000, lambda: (1, rng.randint(32, 256)),
+                          max_new_tokens=48, min_new_tokens=48, pad_token_id=0,
+                          assistant_model=draft)
+
+
+@loop("mamba_train_varlen", "transformers Mamba (4 layers, 512 wide, its sequential scan: "
+      "no fused kernels), batch 8, length drawn from 64..256 each step, bf16 autocast, AdamW")
+def mamba_train_varlen(device, seed):
+    from transformers import MambaConfig, MambaForCausalLM
+    config = MambaConfig(hidden_size=512, num_hidden_layers=4, vocab_size=32000,
+                         state_size=16, use_mambapy=False)
+    model = MambaForCausalLM(config).to(device)
+    model.train()
+    rng = random.Random(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def forward():
+        tokens = torch.randint(0, config.vocab_size, (8, rng.randint(64, 256)), device=device,
+                               generator=g)
+        return model(input_ids=tokens, labels=tokens).loss
     return _train_step(model, _adamw(model), forward, bf16=True)
