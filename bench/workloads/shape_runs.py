@@ -15,32 +15,38 @@ RUNS 0 the output is the input with its ids renumbered.
 """
 import argparse
 import gzip
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_lines  # noqa: E402
 
 
 def read_steps(path):
     """The header lines, and the steps (the first: events before any marker); each
-    step a list of its events: a marker line, ("a", size, stream) or ("f", back,
-    position)."""
+    step a list of its events: a line kept as it is (a marker, a call stack's frame),
+    ("a", size, the fields after the id) or ("f", back, position)."""
     header, steps, made_at = [], [[]], {}
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("#"):
-                header.append(line)
-                continue
-            fields = line.split(",")
-            step = steps[-1]
-            if fields[0] == "s":
-                steps.append([line])
-            elif fields[0] == "a":
-                position = sum(1 for e in step if isinstance(e, tuple) and e[0] == "a")
-                made_at[fields[1]] = (len(steps) - 1, position)
-                step.append(("a", fields[2], fields[3]))
-            elif fields[0] == "f":
-                made, position = made_at[fields[1]]
-                step.append(("f", len(steps) - 1 - made, position))
-            else:
-                step.append(line)
+    made_in_step = 0  # allocations so far in the last step
+    for number, kind, line, fields in trace_lines.read(path, "shape_runs"):
+        step = steps[-1]
+        if kind == "#":
+            header.append(line)
+        elif kind == "s":
+            steps.append([line])
+            made_in_step = 0
+        elif kind == "a":
+            made_at[fields[1]] = (len(steps) - 1, made_in_step)
+            made_in_step += 1
+            step.append(("a", fields[2], ",".join(fields[2:])))
+        elif kind == "f":
+            if fields[1] not in made_at:
+                sys.exit("[shape_runs] %s:%d: free of block %s, never allocated"
+                         % (path, number, fields[1]))
+            made, position = made_at[fields[1]]
+            step.append(("f", len(steps) - 1 - made, position))
+        else:
+            step.append(line)
     return header, steps
 
 
@@ -64,7 +70,7 @@ def write_lines(header, steps, order, warmup):
             if not isinstance(e, tuple):
                 lines.append(e)
             elif e[0] == "a":
-                lines.append("a,%d,%s,%s" % (next_id, e[1], e[2]))
+                lines.append("a,%d,%s" % (next_id, e[2]))
                 ids.append(next_id)
                 live.add(next_id)
                 next_id += 1

@@ -60,3 +60,14 @@ def test_each_shape_runs_first_and_copies_free_what_the_step_before_made(tmp_pat
         elif kind == "f":
             assert block in made and block not in freed
             freed.add(block)
+
+
+def test_a_free_of_a_block_never_allocated_names_the_file_and_line(tmp_path):
+    path = tmp_path / "bad.trace.csv.gz"
+    write(path, ["a,1,8,0", "s", "f,2"])
+    try:
+        shape_runs.read_steps(str(path))
+    except SystemExit as stop:
+        assert str(stop) == "[shape_runs] %s:3: free of block 2, never allocated" % path
+    else:
+        raise AssertionError("a free of an unknown block was read")
