@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Checks issue #22's replay "done when" on the suite's traces: `memkit replay T --json`
+with no flags but the device lag, at lags 0 and 2000, gives reserved / live at most 1.02
+and at most 5 unmaps a step after the trace's warm-up. Prints one row per trace, the
+count that meets both lags and the unmaps a step summed over both lags.
+
+    bench/workloads/done_when.py build/memkit [--traces T...] [--jobs N] [-- FLAGS...]
+
+FLAGS (after --) go to every replay, to measure a variant against the default.
+"""
+import argparse
+import concurrent.futures
+import glob
+import os
+import sys
+
+from replay_suite import ROOT, replay
+
+LAGS = (0, 2000)
+MEMORY_GOAL = 1.02
+UNMAPS_GOAL = 5.0
+
+
+def measure(memkit, trace, lag, flags):
+    d = replay(memkit, trace, " ".join(["--device-lag", str(lag)] + flags))
+    after = d.get("unmaps_after_warmup_per_step")
+    return d["reserved_over_live"], d.get("unmaps_per_step", 0.0) if after is None else after
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("memkit", help="path of the memkit command")
+    parser.add_argument("--traces", nargs="+",
+                        default=sorted(glob.glob(os.path.join(ROOT, "data/traces/workloads/*.gz"))))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("flags", nargs="*", help="extra flags for every replay (after --)")
+    args = parser.parse_args()
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        runs = {(t, lag): pool.submit(measure, args.memkit, t, lag, args.flags)
+                for t in args.traces for lag in LAGS}
+        print("| trace | " + " | ".join("lag %d: reserved / live, unmaps a step" % lag
+                                        for lag in LAGS) + " | meets |")
+        print("| --- |" + " ---: |" * len(LAGS) + " --- |")
+        met, unmaps = 0, 0.0
+        for trace in args.traces:
+            cells, ok = [], True
+            for lag in LAGS:
+                ratio, per_step = runs[(trace, lag)].result()
+                unmaps += per_step
+                ok = ok and ratio <= MEMORY_GOAL and per_step <= UNMAPS_GOAL
+                cells.append("%.3f, %.1f" % (ratio, per_step))
+            met += ok
+            name = os.path.basename(trace).split(".")[0]
+            print("| %s | %s | %s |" % (name, " | ".join(cells), "yes" if ok else "no"), flush=True)
+    print("\n%d of %d traces meet the goal at both lags; unmaps a step summed: %.1f"
+          % (met, len(args.traces), unmaps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
