@@ -38,7 +38,12 @@ std::uint64_t loop_plan::on_request(std::size_t size, queue_id queue) {
       }
       position_ = position_ + 1 == sizes_.size() ? 0 : position_ + 1;
       if (sizes_[position_] != size || queues_[position_] != queue) {
+        const bool at_start = position_ == 0;
         lose(serial, size, queue);
+        // A repetition that begins unlike the loop's is another shape's (a clip
+        // length drawn per step, say): its stored plan comes back at this first
+        // request, before any of its blocks is placed online in the region.
+        if (at_start) revive(serial, 1);
         break;
       }
       if (position_ == 0) ++cycles_;
@@ -74,15 +79,14 @@ std::uint64_t loop_plan::on_request(std::size_t size, queue_id queue) {
   return serial;
 }
 
-bool loop_plan::may_search(std::size_t period) const {
-  return searched_periods_.size() < kMaxSearches &&
-         std::find(searched_periods_.begin(), searched_periods_.end(), period) ==
-             searched_periods_.end();
+bool loop_plan::may_search(std::size_t period, std::uint64_t load) const {
+  return searched_.size() < kMaxSearches &&
+         std::find(searched_.begin(), searched_.end(), std::pair{period, load}) == searched_.end();
 }
 
-std::int64_t loop_plan::search(std::size_t period, const planner::instance& inst,
-                               planner::plan& plan) {
-  searched_periods_.push_back(period);
+std::int64_t loop_plan::search(std::size_t period, std::uint64_t load,
+                               const planner::instance& inst, planner::plan& plan) {
+  searched_.push_back({period, load});
   ++searches_;
   planner::options options;
   options.time_limit_seconds = kSearchSeconds;
@@ -105,12 +109,12 @@ void loop_plan::finish_plan() {
     positions.push_back(deferred_positions_[b]);
   }
   drop_deferred_search();
-  if (!may_search(sizes_.size())) return;
+  if (!may_search(sizes_.size(), load_)) return;
   // The plan as greedy left it, replaced where the search finds a lower one.
   planner::plan plan;
   for (const std::size_t p : positions)
     plan.offsets.push_back(static_cast<std::int64_t>(offsets_[p]));
-  planned_height_ = static_cast<std::uint64_t>(search(sizes_.size(), inst, plan));
+  planned_height_ = static_cast<std::uint64_t>(search(sizes_.size(), load_, inst, plan));
   for (std::size_t b = 0; b < positions.size(); ++b)
     offsets_[positions[b]] = static_cast<std::uint64_t>(plan.offsets[b]);
   if (region_bytes_ > 0) region_bytes_ = planned_height_;
@@ -137,12 +141,12 @@ void loop_plan::store_current() {
   region_bytes_ = 0;
 }
 
-bool loop_plan::revive(std::uint64_t serial) {
+bool loop_plan::revive(std::uint64_t serial, std::size_t first_requests) {
   if (stored_.empty() || !is_recording(serial)) return false;
   const std::size_t n = history_.size();
   for (auto it = stored_.rbegin(); it != stored_.rend(); ++it) {
     // The last k requests are the plan's first k.
-    const std::size_t k = std::min(kRevivalMatch, it->sizes.size());
+    const std::size_t k = std::min(first_requests, it->sizes.size());
     bool match = n >= k;
     for (std::size_t j = 0; j < k && match; ++j) {
       const request& r = history_[n - k + j];
@@ -221,7 +225,7 @@ void loop_plan::unplan(std::uint64_t serial) {
   // The new lifetimes may need the search the old ones did not (a few times at most:
   // each search holds the allocator's lock).
   if (relearns_++ < kMaxRelearnSearches) {
-    std::erase(searched_periods_, sizes_.size());
+    std::erase(searched_, std::pair{sizes_.size(), load_});
   }
 }
 
@@ -482,9 +486,11 @@ bool loop_plan::try_plan(std::uint64_t last, std::size_t period) {
   // Greedy is far from LOAD (blocks of staggered lifetimes, a growing cache): a
   // search, brief and once per period, as it runs under the allocator's lock; now
   // when it decides whether the plan is used, else once the plan is (finish_plan).
-  const bool worth_search = height > load + load / kGoodEnough && may_search(period);
+  const bool worth_search =
+      height > load + load / kGoodEnough && may_search(period, static_cast<std::uint64_t>(load));
   const bool search_later = worth_search && !too_high();
-  if (worth_search && too_high()) height = search(period, inst, plan);
+  if (worth_search && too_high())
+    height = search(period, static_cast<std::uint64_t>(load), inst, plan);
 
   if (too_high()) {
     declined_ = period;

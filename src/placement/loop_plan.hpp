@@ -44,7 +44,12 @@
 //              batch sizes or resolutions drawn per step, say) is kept when another
 //              replaces it, up to kStoredPlans, least recently used out: once the
 //              last kRevivalMatch requests are its first ones, it is brought back,
-//              asks for its region at once and follows from there.
+//              asks for its region at once and follows from there; or at once, by
+//              its first request alone, where the plan followed until then lost a
+//              repetition at its first request (the next step is another shape's:
+//              none of its blocks is then placed online in the region first). A
+//              plan is searched once for each period and LOAD, so shapes of one
+//              period are each searched.
 #pragma once
 
 #include <algorithm>
@@ -236,11 +241,14 @@ class loop_plan {
   // Back to learning from this request, for periods of at least min_period.
   void restart(std::uint64_t serial, std::size_t size, queue_id queue, std::size_t min_period);
   bool try_plan(std::uint64_t serial, std::size_t period);
-  // Whether a plan of this period may still be searched (once a period, kMaxSearches).
-  bool may_search(std::size_t period) const;
+  // Whether a plan of this period and LOAD may still be searched (once each, so that
+  // shapes of one period, a clip length drawn per step say, are each searched;
+  // kMaxSearches in all).
+  bool may_search(std::size_t period, std::uint64_t load) const;
   // Lowers `plan` by a search of kSearchSeconds where it finds a lower one, and notes
-  // the period searched; returns the plan's height.
-  std::int64_t search(std::size_t period, const planner::instance& inst, planner::plan& plan);
+  // the period and LOAD searched; returns the plan's height.
+  std::int64_t search(std::size_t period, std::uint64_t load, const planner::instance& inst,
+                      planner::plan& plan);
   void drop_deferred_search() {
     deferred_search_.buffers.clear();
     deferred_positions_.clear();
@@ -256,9 +264,9 @@ class loop_plan {
   };
   // Keeps the current plan if it asked for its region (it held, and pages moved).
   void store_current();
-  // A stored plan whose first requests were the last ones becomes the current one,
-  // waiting for its region; false when none is.
-  bool revive(std::uint64_t serial);
+  // A stored plan whose first `first_requests` requests were the last ones becomes the
+  // current one, waiting for its region; false when none is.
+  bool revive(std::uint64_t serial, std::size_t first_requests = kRevivalMatch);
   const request& at(std::uint64_t serial) const { return history_[serial - first_serial_]; }
 
   // What every request and free reads, together (the calls find them cold: each
@@ -312,7 +320,7 @@ class loop_plan {
   std::size_t min_period_ = kMinPeriod;        // shorter periods are not looked for
   std::uint64_t declined_ = 0;                 // a period whose plan was too high ...
   std::uint64_t declined_until_ = 0;           // ... not tried again before this serial
-  std::vector<std::size_t> searched_periods_;  // periods whose plan was searched
+  std::vector<std::pair<std::size_t, std::uint64_t>> searched_;  // (period, LOAD) searched
   // The plan.
   queue_id plan_queue_ = 0;          // see get_plan_queue
   std::vector<stored_plan> stored_;  // least recently used first

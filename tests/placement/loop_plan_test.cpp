@@ -265,10 +265,12 @@ TEST(loop_plan, blocks_of_other_queues_than_the_busiest_are_left_online) {
   }
 }
 
-TEST(loop_plan, a_loop_of_a_shape_seen_before_comes_back_at_once) {
+TEST(loop_plan, a_loop_of_a_shape_seen_before_comes_back_at_its_first_request) {
   // Steps of one of two shapes (a batch size drawn each step, say), each many
   // repetitions of one pass: a plan that needed its region is kept when the other
-  // shape's replaces it, and its first requests bring it back, region and all.
+  // shape's replaces it, and comes back, region and all, at the first request of a
+  // repetition that the plan followed until then does not begin: none of its requests
+  // is placed online.
   std::vector<block> a = cut_step();
   std::vector<block> b = a;
   for (block& x : b) x.size *= 2;
@@ -284,14 +286,55 @@ TEST(loop_plan, a_loop_of_a_shape_seen_before_comes_back_at_once) {
   EXPECT_EQ(p.plan.get_revivals(), 1u);
   EXPECT_TRUE(p.plan.is_revived());
   EXPECT_EQ(p.plan.get_region_bytes(), height_a);
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    EXPECT_EQ(back[k] == kNone, k + 1 < loop_plan::kRevivalMatch) << "request " << k;
-  }
+  EXPECT_EQ(count_none(back), 0u);
   EXPECT_EQ(p.conflicts, 0u);
   // And b's, the other way.
   const std::vector<std::uint64_t> again = p.step(b);
   EXPECT_EQ(p.plan.get_revivals(), 2u);
-  EXPECT_NE(again.back(), kNone);
+  EXPECT_EQ(count_none(again), 0u);
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, a_shape_after_a_step_of_no_plan_comes_back_by_its_first_requests) {
+  // A step of a third shape that no plan knows comes between: the plan followed lost
+  // it at its start, nothing came back, and the loop is lost when a's step begins; a's
+  // plan then comes back once its first kRevivalMatch requests were seen.
+  std::vector<block> a = cut_step();
+  std::vector<block> b = a;
+  for (block& x : b) x.size *= 2;
+  std::vector<block> c = a;
+  for (block& x : c) x.size = x.size * 3 + 512;
+  program p;
+  p.steps(a, 40);
+  p.steps(b, 40);
+  p.step(c);
+  EXPECT_EQ(p.plan.get_revivals(), 0u);
+  const std::vector<std::uint64_t> back = p.step(a);
+  EXPECT_EQ(p.plan.get_revivals(), 1u);
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(back[k] == kNone, k + 1 < loop_plan::kRevivalMatch) << "request " << k;
+  }
+  EXPECT_EQ(p.conflicts, 0u);
+}
+
+TEST(loop_plan, shapes_of_one_period_are_each_searched) {
+  // Two shapes with as many requests a step (a clip length drawn per step, say): the
+  // plan of each is searched when its region is made, not only the first period's.
+  std::mt19937_64 rng(6);
+  std::vector<block> a;
+  for (std::size_t k = 0; k < 24; ++k) a.push_back({4096 * (1 + rng() % 256), rng() % (24 - k)});
+  std::vector<block> b = a;
+  for (block& x : b) x.size *= 2;
+  program p;
+  p.steps(a, 63);
+  ASSERT_TRUE(p.plan.is_region_ready());
+  ASSERT_EQ(p.plan.get_searches(), 1u);
+  const std::uint64_t height_a = p.plan.get_planned_height();
+  p.steps(b, 63);
+  ASSERT_TRUE(p.plan.is_region_ready());
+  ASSERT_EQ(p.plan.get_plans(), 2u);
+  EXPECT_EQ(p.plan.get_searches(), 2u);
+  EXPECT_EQ(p.plan.get_planned_height(), 2 * height_a) << "the same search, twice the sizes";
   EXPECT_EQ(p.conflicts, 0u);
 }
 
