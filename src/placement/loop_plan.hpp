@@ -317,9 +317,9 @@ class loop_plan {
   std::uint64_t last_rejected_ = 0;  // the last period that failed ...
   std::uint32_t rejections_ = 0;     // ... times in a row (backoff: 2^this)
   static constexpr std::uint32_t kMaxBackoff = 10;
-  std::size_t min_period_ = kMinPeriod;        // shorter periods are not looked for
-  std::uint64_t declined_ = 0;                 // a period whose plan was too high ...
-  std::uint64_t declined_until_ = 0;           // ... not tried again before this serial
+  std::size_t min_period_ = kMinPeriod;  // shorter periods are not looked for
+  std::uint64_t declined_ = 0;           // a period whose plan was too high ...
+  std::uint64_t declined_until_ = 0;     // ... not tried again before this serial
   std::vector<std::pair<std::size_t, std::uint64_t>> searched_;  // (period, LOAD) searched
   // The plan.
   queue_id plan_queue_ = 0;          // see get_plan_queue
