@@ -8,13 +8,11 @@ count that meets both lags and the unmaps a step summed over both lags.
 
 FLAGS (after --) go to every replay, to measure a variant against the default.
 """
-import argparse
 import concurrent.futures
-import glob
 import os
 import sys
 
-from replay_suite import ROOT, replay
+from replay_suite import replay, suite_parser
 
 LAGS = (0, 2000)
 MEMORY_GOAL = 1.02
@@ -28,11 +26,7 @@ def measure(memkit, trace, lag, flags):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("memkit", help="path of the memkit command")
-    parser.add_argument("--traces", nargs="+",
-                        default=sorted(glob.glob(os.path.join(ROOT, "data/traces/workloads/*.gz"))))
+    parser = suite_parser(__doc__)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("flags", nargs="*", help="extra flags for every replay (after --)")
     args = parser.parse_args()

@@ -31,12 +31,18 @@ def replay(memkit, trace, flags):
     return json.loads(out.stdout)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
+def suite_parser(description):
+    """A parser of the memkit command and --traces (default: every trace of the suite)."""
+    parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("memkit", help="path of the memkit command")
     parser.add_argument("--traces", nargs="+",
                         default=sorted(glob.glob(os.path.join(ROOT, "data/traces/workloads/*.gz"))))
+    return parser
+
+
+def main():
+    parser = suite_parser(__doc__)
     parser.add_argument("--setting", action="append", metavar="NAME=FLAGS",
                         help="a column: its name and the flags replay gets")
     args = parser.parse_args()
