@@ -275,7 +275,10 @@ void arena::make_region(queue_id queue) {
   const std::size_t bytes = common::round_up(loop_.get_region_bytes(), page_size_);
   // The last region, empty and large enough, serves the next plan: its pages are
   // mapped where that plan's blocks go (plans of one loop's shapes overlap most).
-  if (!regions_.empty() && is_empty(*regions_.back(), bytes) &&
+  // Blocks it lent to online requests (the first requests of a step whose plan came
+  // back after them) do not keep it: a planned block whose place one holds goes online,
+  // that once, where a new region would move every page.
+  if (!regions_.empty() && is_empty(*regions_.back(), true) &&
       regions_.back()->pool.get_segments().front()->size >= bytes) {
     regions_.back()->queue = queue;
     loop_.set_region_ready();
@@ -307,11 +310,11 @@ void arena::make_region(queue_id queue) {
   regions_.push_back(std::move(region));
 }
 
-bool arena::is_empty(const plan_region& region, std::size_t lent_from) const {
+bool arena::is_empty(const plan_region& region, bool but_lent) const {
   const pools::segment* s = region.pool.get_segments().front();
-  if (s->live_blocks > 0 && lent_from == kNoLending) return false;
+  if (s->live_blocks > 0 && !but_lent) return false;
   for (const block* b = s->first; b; b = static_cast<const block*>(b->next_range)) {
-    if (b->deferred || (b->live && (!b->lent || b->offset < lent_from))) return false;
+    if (b->deferred || (b->live && !b->lent)) return false;
   }
   return true;
 }

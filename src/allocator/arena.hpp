@@ -202,10 +202,9 @@ class arena {
   // Makes the plan's region, or hands it the last one when that is empty and large
   // enough.
   void make_region(queue_id queue);
-  // No block of the region is live or waits on a fence; but, with lent_from, blocks
-  // lent to online requests (take_lent) at or above that offset.
-  static constexpr std::size_t kNoLending = ~std::size_t{0};
-  bool is_empty(const plan_region& region, std::size_t lent_from = kNoLending) const;
+  // No block of the region is live or waits on a fence; but, with but_lent, blocks
+  // lent to online requests (take_lent) may be live.
+  bool is_empty(const plan_region& region, bool but_lent = false) const;
   // Gives back to the range the placeholders of regions no plan uses any more
   // whose blocks have all gone (while one queue uses the arena: then their
   // addresses are reusable at once on it).
