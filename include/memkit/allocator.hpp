@@ -90,7 +90,7 @@
 //             runs to online blocks of its queue, at the top of the highest run
 //             that holds them, rather than have them take its idle pages; blocks
 //             lent there do not keep the next plan out (a planned block whose place
-//             one holds goes online, that once).
+//             one holds goes online while it does).
 //   fences    a block freed on queue q is reusable at once on q; on another
 //             queue r once a fence recorded on q after the free completes, or
 //             (order_queues, where the backend has queue_ordering) once r's later

@@ -275,9 +275,9 @@ void arena::make_region(queue_id queue) {
   const std::size_t bytes = common::round_up(loop_.get_region_bytes(), page_size_);
   // The last region, empty and large enough, serves the next plan: its pages are
   // mapped where that plan's blocks go (plans of one loop's shapes overlap most).
-  // Blocks it lent to online requests (the first requests of a step whose plan came
-  // back after them) do not keep it: a planned block whose place one holds goes online,
-  // that once, where a new region would move every page.
+  // Blocks it lent to online requests do not keep it: a planned block whose place one
+  // holds goes online while it does (the first requests of a step whose plan came back
+  // after them hold theirs for that step), where a new region would move every page.
   if (!regions_.empty() && is_empty(*regions_.back(), true) &&
       regions_.back()->pool.get_segments().front()->size >= bytes) {
     regions_.back()->queue = queue;
