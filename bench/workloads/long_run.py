@@ -2,9 +2,9 @@
 """Long runs of the workload suite's loops in replay: each trace's steps after its
 warm-up are repeated in a random order (a loop whose shapes recur but never in a
 fixed period) until the run has --steps steps, then replayed with `memkit replay
---json`, and the unmaps and maps a step are printed over the first steps after the
+--json`, and the unmaps a step are printed over the first steps after the
 warm-up (as the trace's own length gives) and over the run's last half (its steady
-state). A loop whose steps all ask for the same sizes repeats them in their recorded
+state), with the maps and the device calls' modelled time a step after the warm-up. A loop whose steps all ask for the same sizes repeats them in their recorded
 order instead. A layout that defers its unmaps (leaves moved pages' old places mapped as
 shadows, in fresh addresses) shows low figures early and its true rate late.
 
@@ -117,7 +117,8 @@ def figures(d, warmup, early_steps):
     early = u[warmup:early_steps]
     late = u[len(u) // 2:]
     return {'ratio': d['reserved_over_live'], 'early': sum(early) / max(len(early), 1),
-            'late': sum(late) / max(len(late), 1), 'maps': d['maps_after_warmup_per_step']}
+            'late': sum(late) / max(len(late), 1), 'maps': d['maps_after_warmup_per_step'],
+            'device_ms': d.get('simulated_backend_ns_after_warmup_per_step', 0) / 1e6}
 
 
 def main():
@@ -145,8 +146,9 @@ def main():
             return name, [figures(replay(b, long, a.flags), warmup, early_steps) for b in builds]
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
             rows = list(ex.map(one, traces))
-    cols = ['reserved / live', 'unmaps a step, early', 'unmaps a step, last half', 'maps a step']
-    keys = ['ratio', 'early', 'late', 'maps']
+    cols = ['reserved / live', 'unmaps a step, early', 'unmaps a step, last half', 'maps a step',
+            'device calls ms a step']
+    keys = ['ratio', 'early', 'late', 'maps', 'device_ms']
     head = ' | '.join(c + (': this | base' if a.against else '') for c in cols)
     print('| trace | ' + head + ' |')
     print('| --- |' + ' ---: |' * (len(cols) * len(builds)))
@@ -155,13 +157,14 @@ def main():
         cells = []
         for k, key in enumerate(keys):
             for b, f in enumerate(fs):
-                cells.append(('%.3f' if key == 'ratio' else '%.1f') % f[key])
+                cells.append(('%.3f' if key == 'ratio' else '%.2f' if key == 'device_ms' else '%.1f')
+                             % f[key])
                 if key != 'ratio':
                     sums[b][k] += f[key]
         print('| %s | %s |' % (name, ' | '.join(cells)))
     for b, build in enumerate(builds):
-        print('%s: sums: unmaps a step early %.1f, last half %.1f; maps a step %.1f'
-              % (build, sums[b][1], sums[b][2], sums[b][3]))
+        print('%s: sums: unmaps a step early %.1f, last half %.1f; maps a step %.1f; device calls '
+              '%.2f ms a step (modelled)' % (build, sums[b][1], sums[b][2], sums[b][3], sums[b][4]))
 
 
 if __name__ == '__main__':
