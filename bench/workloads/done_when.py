@@ -31,8 +31,12 @@ def measure(memkit, trace, lag, flags):
 def main():
     parser = suite_parser(__doc__)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("flags", nargs="*", help="extra flags for every replay (after --)")
-    args = parser.parse_args()
+    # The flags after `--` are split off first: argparse would take them for options,
+    # or refuse them after --traces.
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    args.flags = argv[cut + 1:]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         runs = {(t, lag): pool.submit(measure, args.memkit, t, lag, args.flags)
                 for t in args.traces for lag in LAGS}
