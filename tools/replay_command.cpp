@@ -42,6 +42,7 @@ struct replay_settings {
   std::string granularity_text = "2MiB";
   double arena_slack = trace::replay_options{}.arena_slack;
   bool plan_loops = trace::replay_options{}.plan_loops;
+  bool small_segments_in_arena = trace::replay_options{}.small_segments_in_arena;
   bool order_queues = trace::replay_options{}.order_queues;
   std::uint32_t device_lag = 0;
   std::uint64_t lag_seed = 0;
@@ -309,6 +310,7 @@ void run_replay(const replay_settings& settings) {
   options.validate = settings.validate;
   options.arena_slack = settings.arena_slack;
   options.plan_loops = settings.plan_loops;
+  options.small_segments_in_arena = settings.small_segments_in_arena;
   options.order_queues = settings.order_queues;
   options.device_lag = settings.device_lag;
   options.lag_seed = settings.lag_seed;
@@ -438,6 +440,11 @@ void add_replay_command(CLI::App& app) {
                    "arena: learn a repeating loop and place its blocks from a plan of one "
                    "repetition (default: the allocator's own, true); false places every block "
                    "online")
+      ->capture_default_str();
+  command
+      ->add_option("--small-segments-in-arena", settings->small_segments_in_arena,
+                   "arena: the small pool's segments are pages of the arena, apart from the "
+                   "large blocks (default: the allocator's own, false)")
       ->capture_default_str();
   command
       ->add_option("--order-queues", settings->order_queues,

@@ -53,6 +53,11 @@
 //             idle pages past it (waiting once for their work, as the arena
 //             does), and its empty segments go back before pages move or grow
 //             past it (waiting once for their own queue's work, as for pages).
+//             With small_segments_in_arena, its segments are instead pages of the
+//             arena in a small area at the range's bottom (made before any
+//             block, a sixteenth of the range at most, then segments of their
+//             own): placed as one-page arena blocks, they take idle pages or make
+//             them within the slack, and go back as idle pages, with no call.
 //             After clear_cache, pages are made again in groups (up to 16 pages
 //             of one physical allocation, one mapping: one call's cost for many)
 //             until the arena holds as many as before (in the current plan's
@@ -191,6 +196,12 @@ struct allocator_options {
   // cudaMallocAsync's internal dependencies do). Off: another queue's free is
   // reused only once its fence completes.
   bool order_queues = true;
+  // Arena: the small pool's 2 MiB segments are pages of the arena, in a part of its
+  // range apart from the large blocks, rather than segments of their own: an empty one
+  // goes back as an idle page, and a new one takes an idle page or makes one, with no
+  // segment call (docs/BENCHMARKS.md, forty-fifth session). Off until it has run on the
+  // GPU machine.
+  bool small_segments_in_arena = false;
   // Non-empty: record every successful allocate and free to this file, as a memkit
   // trace that `memkit replay` reads back (see start_recording).
   std::string record_path = {};

@@ -33,6 +33,8 @@ struct replay_options {
   pool_policy policy = allocator_options{}.policy;       // where large blocks live
   double arena_slack = allocator_options{}.arena_slack;  // allocator_options::arena_slack
   bool plan_loops = allocator_options{}.plan_loops;      // allocator_options::plan_loops
+  // allocator_options::small_segments_in_arena
+  bool small_segments_in_arena = allocator_options{}.small_segments_in_arena;
   bool order_queues = allocator_options{}.order_queues;  // allocator_options::order_queues
   bool validate = allocator_options{}.validate;  // check the invariants after every operation
   std::uint32_t device_lag = 0;  // sim only: events a stream's work finishes after it is issued

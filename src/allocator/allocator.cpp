@@ -48,6 +48,9 @@ allocator::state::state(backend& b, const allocator_options& options)
       vm->set_loop_planning(options.plan_loops);
       vm->set_listener(options.pages);
       small_max = pools::kSmallRequestWithArena;
+      small_in_arena = options.small_segments_in_arena &&
+                       vm->get_page_size() == segment_size_for(pools::kSmallRequest / 2);
+      if (small_in_arena) vm->make_small_area();
     }
   }
 }
@@ -91,7 +94,9 @@ allocator::~allocator() {
   state& s = *state_;
   s.detach_thread_caches();
   for (segment_pool* pool : {&s.small, &s.large}) {
-    for (segment* seg : pool->get_segments()) s.device.free_segment(seg->base, seg->size);
+    for (segment* seg : pool->get_segments()) {
+      if (!seg->arena_block) s.device.free_segment(seg->base, seg->size);  // else the arena's
+    }
   }
   s.vm.reset();  // unmaps and releases its pages, then its range
 }
@@ -461,6 +466,9 @@ statistics allocator::state::recount_locked_caches() const {
   small.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
   large.validate(&live_bytes, &free_bytes, &live_blocks, &requested);
   std::size_t reserved = live_bytes + free_bytes;
+  for (const segment* seg : small.get_segments()) {
+    if (seg->arena_block) reserved -= seg->size;  // the arena counts its page
+  }
   if (vm) reserved += vm->recount(&live_bytes, &live_blocks, &requested);
   std::size_t parked_bytes = 0, parked_blocks = 0;
   for (thread_cache* cache : caches) {

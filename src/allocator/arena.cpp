@@ -932,6 +932,31 @@ bool arena::free(block* b, std::uint64_t serial) {
   return fences_.wants_record(queue, serial);
 }
 
+void arena::make_small_area() {
+  // At the bottom of the range, made before any block: page-aligned, no page of it is
+  // shared with a large block, and the page map does not grow for it.
+  if (small_area_ || placed_any_) return;
+  const std::size_t span = std::min(kSmallAreaPages, size_ / page_size_ / 16) * page_size_;
+  const block* all = range_.get_segments().front()->first;
+  if (span == 0 || all->live || all->size < span) return;
+  queue_id previous = 0;
+  small_place_ = range_.take_at(all, 0, span, 0, &previous);
+  if (!small_place_) return;
+  small_area_ = std::make_unique<pools::segment_pool>(false, fences_.get_reuse_view());
+  small_area_->add_free_segment(base_, span);
+  small_area_->set_merge_by_queue(true);
+}
+
+bool arena::take_small_segment(queue_id queue, const budget& room, request& r) {
+  if (!small_area_) return false;
+  block* b = small_area_->take(page_size_, queue, &r.previous_queue);
+  if (!b) return false;                          // the area is full: a segment of its own
+  b->loop_serial = placement::loop_plan::kNone;  // not the loop's: its free is not either
+  b->lent = false;
+  r.lent = false;
+  return plan_pages(b, queue, room, r);
+}
+
 bool arena::is_settled(const block* b) const {
   for (std::uint32_t i = first_page(b); i <= last_page(b); ++i) {
     if (pages_.get(i).busy) return false;
@@ -1083,6 +1108,12 @@ std::size_t arena::recount(std::size_t* live_bytes, std::size_t* live_blocks,
     *live_blocks -= 1;
     region->pool.validate(live_bytes, &unmapped_addresses, live_blocks, requested);
   }
+  if (small_area_) {
+    // So does the small area's; its blocks are the small pool's segments, whose own
+    // blocks the small pool counts.
+    *live_bytes -= small_place_->size;
+    *live_blocks -= 1;
+  }
   return (mapped_pages_ + held_unmapped_) * page_size_;
 }
 
@@ -1094,7 +1125,7 @@ void arena::validate(bool blocks_in_flight) const {
   auto count_users = [&](const pools::segment_pool& pool) {
     for (const block* b = pool.get_segments().front()->first; b;
          b = static_cast<const block*>(b->next_range)) {
-      if ((!b->live && !b->deferred) || find_region(b)) continue;
+      if ((!b->live && !b->deferred) || find_region(b) || b == small_place_) continue;
       const std::uint32_t first = first_page(b);
       const std::uint32_t last = last_page(b);
       check(last < users.size(), "a live block lies beyond the page map");
@@ -1103,6 +1134,7 @@ void arena::validate(bool blocks_in_flight) const {
   };
   count_users(range_);
   for (const auto& region : regions_) count_users(region->pool);
+  if (small_area_) count_users(*small_area_);
   std::size_t mapped = 0, idle = 0, shadow_count = 0;
   std::vector<std::uint64_t> physical;
   for (std::uint32_t i = 0; i < pages_.get_count(); ++i) {
@@ -1160,13 +1192,25 @@ void arena::add_views(std::vector<segment_view>& views,
   const std::size_t g = page_size_;
   // One view per run of mapped pages, with the blocks that lie on it.
   const block* b = range_.get_segments().front()->first;
+  // The small area's pages under small segments show as the small pool's segments;
+  // its idle ones here.
+  std::uint32_t small_first = 1, small_last = 0;
+  if (small_area_) {
+    const pools::segment* area = small_area_->get_segments().front();
+    small_first = page_of(area->base - base_);
+    small_last = page_of(area->base - base_ + area->size - 1);
+  }
+  auto shown = [&](std::uint32_t i) {
+    return pages_.get(i).physical &&
+           (i < small_first || i > small_last || pages_.get_users(i) == 0);
+  };
   for (std::uint32_t i = 0; i < pages_.get_count();) {
-    if (!pages_.get(i).physical) {
+    if (!shown(i)) {
       ++i;
       continue;
     }
     std::uint32_t end = i;
-    while (end < pages_.get_count() && pages_.get(end).physical) ++end;
+    while (end < pages_.get_count() && shown(end)) ++end;
     segment_view v{base_ + i * g, (end - i) * g, false, {}};
     const std::size_t lo = i * g, hi = end * g;
     while (b && b->offset + b->size <= lo) b = static_cast<const block*>(b->next_range);
@@ -1178,6 +1222,7 @@ void arena::add_views(std::vector<segment_view>& views,
       if (from < to) v.blocks.push_back({from - lo, to - from, live ? x->requested : 0, live});
     };
     for (const block* x = b; x && x->offset < hi; x = static_cast<const block*>(x->next_range)) {
+      if (x == small_place_) continue;
       const plan_region* region = find_region(x);
       if (!region) {
         add(x);

@@ -168,6 +168,13 @@ class arena {
   std::size_t get_growth_room(std::size_t peak_active) const {
     return static_cast<std::size_t>(static_cast<double>(peak_active) * (1.0 + kSlackAim * slack_));
   }
+  // Before any block: the addresses of the small area, for small segments
+  // (allocator_options::small_segments_in_arena), apart from the large blocks.
+  void make_small_area();
+  // A block of one page in the small area, for a small segment; its page is planned
+  // as take() plans a block's. False when the area is full. Freed with free().
+  bool take_small_segment(queue_id queue, const budget& room, request& r);
+  static constexpr std::size_t kSmallAreaPages = 1024;  // addresses only
   // Told of pages that come to hold memory or stop to (allocator_options::pages).
   void set_listener(page_listener* listener) { listener_ = listener; }
   // A request handed out with no page to map: its pages taken back from shadows
@@ -334,6 +341,8 @@ class arena {
   // Unmaps a group in the page map (its pages busy until the device unmaps it) and
   // forgets it; returns its pages.
   std::uint32_t take_out_group(std::uint32_t first);
+  std::unique_ptr<pools::segment_pool> small_area_;  // small segments' pages, made at the first
+  pools::block* small_place_ = nullptr;              // its place in the range
   placement::loop_plan loop_;  // learns a repeating sequence of requests and plans it
 };
 

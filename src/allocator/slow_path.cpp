@@ -54,6 +54,10 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       case choice::map_pages: {
         std::unique_lock lock(mutex, std::defer_lock);
         if (block* b = map_and_settle(next.request, tried, lock)) {
+          if (next.small_segment) {
+            *handed = make_small_segment(b, size, queue);
+            return on_allocated(*handed, bytes, false);
+          }
           *handed = b;  // the lock is held
           return on_allocated(b, bytes, false);
         }
@@ -100,6 +104,20 @@ block* allocator::state::choose(std::size_t size, std::size_t segment_size, queu
     shortfall = request.shortfall;
   } else {
     if (block* b = pool_for(size).take(size, queue)) return b;
+    if (small_in_arena && size <= small_max) {
+      // The small segment is a page of the arena (see allocator_options).
+      arena::request& request = next.request;
+      if (vm->take_small_segment(queue, {limit, used, stats.peak_active_bytes}, request)) {
+        reserving += request.reserving;
+        next.small_segment = true;
+        if (request.pages.empty() && !request.must_wait) {
+          stats.returns += vm->commit_returns(request);
+          return make_small_segment(request.b, size, queue);
+        }
+        choose_for_pages(queue, tried, next);
+        return nullptr;
+      }
+    }
     shortfall = used + segment_size > limit ? used + segment_size - limit : 0;
   }
   choose_remedy(size, segment_size, queue, used, shortfall, tried, next);
@@ -212,6 +230,15 @@ void allocator::state::choose_remedy(std::size_t size, std::size_t segment_size,
   } else {
     next.what = choice::out_of_memory;
   }
+}
+
+block* allocator::state::make_small_segment(block* arena_block, std::size_t size, queue_id queue) {
+  // The arena block's bytes are not active: the small blocks carved from it are.
+  const address_t base = arena_block->owner->base + arena_block->offset;
+  block* b = small.add_segment(base, arena_block->size, size, queue);
+  b->owner->arena_block = arena_block;
+  stats.segments++;
+  return b;
 }
 
 void allocator::state::flush_parked(attempt& tried, choice& next) {
@@ -422,6 +449,16 @@ void allocator::state::release_segments_until(std::size_t target_reserved, relea
       seg = small.get_releasable();
     }
     if (!seg) break;
+    if (seg->arena_block) {
+      block* ab = seg->arena_block;
+      const serial_t serial = seg->first->free_serial;
+      const queue_id q = seg->first->queue;
+      stats.segments--;
+      pool->remove_segment(seg);
+      ab->queue = q;
+      vm->free(ab, serial);
+      continue;
+    }
     out.segments.push_back({seg->base, seg->size});
     stats.reserved_bytes -= seg->size;
     stats.backend_frees++;

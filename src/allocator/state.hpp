@@ -64,7 +64,9 @@ struct allocator::state {
   std::uint64_t free_serial = 0;    // frees so far
   std::uint64_t stamp_counter = 0;  // hand-outs so far: each live block's stamp
   bool validating = false;
-  bool ordering_queues = false;                  // order_queues and the backend has queue_ordering
+  bool ordering_queues = false;  // order_queues and the backend has queue_ordering
+  bool small_in_arena =
+      false;  // small_segments_in_arena, with an arena whose page is a small segment
   bool thread_caching = true;                    // small frees park in per-thread caches
   std::size_t small_max = pools::kSmallRequest;  // largest request of the small pool
   const std::uint64_t id;                        // unique per allocator, for thread-local lookup
@@ -142,7 +144,11 @@ struct allocator::state {
     std::uint64_t wait_serial = 0;  // wait: for this queue's frees up to here (0: all its work)
     released_memory released;       // given back first, whatever the choice
     arena::request request;         // map_pages: the block placed and its pages
+    bool small_segment = false;     // map_pages: the arena block becomes a small segment
   };
+  // A small segment on an arena block (small_in_arena); returns the block of `size`
+  // carved from it for `queue`.
+  block* make_small_segment(block* arena_block, std::size_t size, queue_id queue);
   // Under the lock: a block for the request, or else what to do next.
   block* choose(std::size_t size, std::size_t segment_size, queue_id queue, attempt& tried,
                 choice& next);

@@ -93,9 +93,10 @@ struct segment {
   std::size_t live_blocks = 0;   // blocks handed out
   segment* prev_idle = nullptr;  // idle list (live_blocks == 0), most recent first
   segment* next_idle = nullptr;
-  bool idle = false;           // on the idle list
-  bool small = false;          // belongs to the small pool
-  bool virtual_range = false;  // an arena's reserved address range, not memory
+  bool idle = false;             // on the idle list
+  bool small = false;            // belongs to the small pool
+  bool virtual_range = false;    // an arena's reserved address range, not memory
+  block* arena_block = nullptr;  // small pool: the arena's block it lies on, or none
 };
 
 // The waste a reuse of `block_size` bytes for a request of `size` may leave unsplit.

@@ -54,6 +54,7 @@ nlohmann::json replay_json(const trace::report_section& section) {
   out["policy"] = policy_name(section.options.policy);
   out["arena_slack"] = section.options.arena_slack;
   out["plan_loops"] = section.options.plan_loops;
+  out["small_segments_in_arena"] = section.options.small_segments_in_arena;
   out["order_queues"] = section.options.order_queues;
   if (sim) {
     out["capacity_bytes"] = section.options.capacity;

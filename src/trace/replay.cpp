@@ -88,6 +88,7 @@ replay_setup make_setup(const trace_data& trace, const replay_options& options,
   allocator_settings.policy = options.policy;
   allocator_settings.arena_slack = options.arena_slack;
   allocator_settings.plan_loops = options.plan_loops;
+  allocator_settings.small_segments_in_arena = options.small_segments_in_arena;
   allocator_settings.order_queues = options.order_queues;
   if (options.device == backend_kind::sim) {
     sim_options sim_settings;
