@@ -54,7 +54,7 @@ COMPARE_STEPS = 25  # steps compare times after its warm-up; a recording covers 
 def parse_allocator(spec):
     """(kind, environment, lib path or None) of 'pytorch', 'expandable', 'memkit' or
     'memkit:policy=P,arena_slack=F,plan_loops=0|1,thread_cache=0|1,order_queues=0|1,
-    torch_timing=1,lib=PATH'."""
+    small_segments_in_arena=0|1,torch_timing=1,lib=PATH'."""
     name, _, options = spec.partition(":")
     if name not in ("pytorch", "expandable", "memkit") or (name != "memkit" and options):
         raise SystemExit("[workloads] unknown allocator '%s': expected pytorch, expandable or "
@@ -66,10 +66,10 @@ def parse_allocator(spec):
     for item in filter(None, options.split(",")):
         key, _, value = item.partition("=")
         if key not in ("policy", "arena_slack", "plan_loops", "thread_cache", "order_queues",
-                       "torch_timing", "lib") or not value:
+                       "small_segments_in_arena", "torch_timing", "lib") or not value:
             raise SystemExit("[workloads] %s: options are policy=P, arena_slack=F, plan_loops=0|1, "
-                             "thread_cache=0|1, order_queues=0|1, torch_timing=1 (time spent in "
-                             "the allocator) and lib=PATH" % spec)
+                             "thread_cache=0|1, order_queues=0|1, small_segments_in_arena=0|1, "
+                             "torch_timing=1 (time spent in the allocator) and lib=PATH" % spec)
         if key == "lib":
             lib = os.path.abspath(value)
         else:

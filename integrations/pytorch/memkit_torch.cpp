@@ -52,10 +52,10 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 // MEMKIT_POLICY (automatic | segments | arena), MEMKIT_ARENA_SLACK (a fraction, e.g.
-// 0.02), MEMKIT_PLAN_LOOPS, MEMKIT_THREAD_CACHE and MEMKIT_ORDER_QUEUES (0 | 1) choose
-// the allocator's options, as memkit replay's --policy, --arena-slack, --plan-loops and
-// --order-queues do; a bad value is
-// an error naming the variable.
+// 0.02), MEMKIT_PLAN_LOOPS, MEMKIT_THREAD_CACHE, MEMKIT_ORDER_QUEUES and
+// MEMKIT_SMALL_SEGMENTS_IN_ARENA (0 | 1) choose the allocator's options, as memkit
+// replay's --policy, --arena-slack, --plan-loops, --order-queues and
+// --small-segments-in-arena do; a bad value is an error naming the variable.
 memkit::allocator_options get_options_from_environment() {
   memkit::allocator_options options;
   if (const char* policy = std::getenv("MEMKIT_POLICY")) {
@@ -93,6 +93,7 @@ memkit::allocator_options get_options_from_environment() {
   read_switch("MEMKIT_PLAN_LOOPS", options.plan_loops);
   read_switch("MEMKIT_THREAD_CACHE", options.thread_cache);
   read_switch("MEMKIT_ORDER_QUEUES", options.order_queues);
+  read_switch("MEMKIT_SMALL_SEGMENTS_IN_ARENA", options.small_segments_in_arena);
   return options;
 }
 
