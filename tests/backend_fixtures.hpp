@@ -19,6 +19,7 @@ namespace memkit::testing {
 struct cpu_fixture {
   static constexpr const char* name = "cpu";
   static constexpr pool_policy policy = pool_policy::segments;
+  static constexpr bool small_segments_in_arena = false;  // allocator_options' own
   static std::unique_ptr<backend> make() { return std::make_unique<cpu_backend>(); }
   static std::string get_skip_reason() { return {}; }
 };
@@ -26,6 +27,7 @@ struct cpu_fixture {
 struct sim_fixture {
   static constexpr const char* name = "sim_segments";
   static constexpr pool_policy policy = pool_policy::segments;
+  static constexpr bool small_segments_in_arena = false;
   static std::unique_ptr<backend> make() {
     sim_options o;
     o.capacity = std::size_t{1} << 30;
@@ -39,10 +41,17 @@ struct sim_arena_fixture : sim_fixture {
   static constexpr pool_policy policy = pool_policy::arena;
 };
 
+// The arena with the small pool's segments on its pages.
+struct sim_arena_small_fixture : sim_arena_fixture {
+  static constexpr const char* name = "sim_arena_small";
+  static constexpr bool small_segments_in_arena = true;
+};
+
 #if MEMKIT_HAVE_CUDA
 struct cuda_fixture {
   static constexpr const char* name = "cuda_segments";
   static constexpr pool_policy policy = pool_policy::segments;
+  static constexpr bool small_segments_in_arena = false;
   static std::unique_ptr<backend> make() { return std::make_unique<cuda_backend>(); }
   static std::string get_skip_reason() {
     const cuda_availability cuda = check_cuda_device(0);
@@ -55,10 +64,17 @@ struct cuda_arena_fixture : cuda_fixture {
   static constexpr pool_policy policy = pool_policy::arena;
 };
 
+struct cuda_arena_small_fixture : cuda_arena_fixture {
+  static constexpr const char* name = "cuda_arena_small";
+  static constexpr bool small_segments_in_arena = true;
+};
+
 using all_backends =
-    ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture, cuda_fixture, cuda_arena_fixture>;
+    ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture, sim_arena_small_fixture,
+                     cuda_fixture, cuda_arena_fixture, cuda_arena_small_fixture>;
 #else
-using all_backends = ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture>;
+using all_backends =
+    ::testing::Types<cpu_fixture, sim_fixture, sim_arena_fixture, sim_arena_small_fixture>;
 #endif
 
 struct backend_names {

@@ -15,7 +15,9 @@ class conformance : public ::testing::Test {
     if (const std::string why = Fixture::get_skip_reason(); !why.empty()) GTEST_SKIP() << why;
     device_ = Fixture::make();
     allocator_ = std::make_unique<allocator>(
-        *device_, allocator_options{.policy = Fixture::policy, .validate = true});
+        *device_, allocator_options{.policy = Fixture::policy,
+                                    .validate = true,
+                                    .small_segments_in_arena = Fixture::small_segments_in_arena});
   }
   static constexpr bool segments = Fixture::policy == pool_policy::segments;
   std::unique_ptr<backend> device_;
