@@ -954,6 +954,7 @@ bool arena::take_small_segment(queue_id queue, const budget& room, request& r) {
   b->loop_serial = placement::loop_plan::kNone;  // not the loop's: its free is not either
   b->lent = false;
   r.lent = false;
+  r.small_segment = true;
   return plan_pages(b, queue, room, r);
 }
 

@@ -88,6 +88,8 @@ class arena {
     std::size_t shortfall = 0;      // bytes over the limit, when it failed
     bool must_wait = false;         // another thread is mapping one of its pages
     bool lent = false;              // placed in a plan's region by take_lent
+    bool small_segment = false;     // a small segment's page (take_small_segment): its block
+                                    // is the small pool's segment, never a live block
     bool wait_would_help = false;   // past the slack, while idle pages wait on this queue's work
     std::uint64_t wait_serial = 0;  // then: frees on this queue up to here give enough of them
   };

@@ -176,8 +176,10 @@ void allocator::state::choose_for_pages(queue_id queue, attempt& tried, choice& 
     stats.retries++;
   } else {
     next.what = choice::map_pages;
-    in_flight_bytes += request.b->size;  // live in the range, not yet handed out
-    in_flight_blocks++;
+    if (!request.small_segment) {
+      in_flight_bytes += request.b->size;  // live in the range, not yet handed out
+      in_flight_blocks++;
+    }
   }
 }
 
@@ -255,6 +257,7 @@ block* allocator::state::map_and_settle(arena::request& request, attempt& tried,
   lock.lock();
   block* b = request.b;
   auto landed = [&] {
+    if (request.small_segment) return;  // never counted in flight (choose_for_pages)
     in_flight_bytes -= b->size;
     in_flight_blocks--;
   };
