@@ -14,7 +14,7 @@ import concurrent.futures
 import os
 import sys
 
-from replay_suite import replay, suite_parser
+from replay_suite import parse_with_flags, replay, suite_parser
 
 LAGS = (0, 2000)
 MEMORY_GOAL = 1.02
@@ -31,12 +31,7 @@ def measure(memkit, trace, lag, flags):
 def main():
     parser = suite_parser(__doc__)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    # The flags after `--` are split off first: argparse would take them for options,
-    # or refuse them after --traces.
-    argv = sys.argv[1:]
-    cut = argv.index("--") if "--" in argv else len(argv)
-    args = parser.parse_args(argv[:cut])
-    args.flags = argv[cut + 1:]
+    args = parse_with_flags(parser)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         runs = {(t, lag): pool.submit(measure, args.memkit, t, lag, args.flags)
                 for t in args.traces for lag in LAGS}

@@ -34,6 +34,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trace_lines  # noqa: E402
+from replay_suite import parse_with_flags  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -130,10 +131,7 @@ def main():
     p.add_argument('--steps', type=int, default=2000)
     p.add_argument('--seed', type=int, default=1)
     p.add_argument('--jobs', type=int, default=2)
-    argv = sys.argv[1:]
-    flags = argv[argv.index('--') + 1:] if '--' in argv else []
-    a = p.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
-    a.flags = flags
+    a = parse_with_flags(p)
     traces = a.traces or sorted(
         glob.glob(os.path.join(ROOT, 'data/traces/workloads/*.trace.csv.gz')))
     builds = [a.memkit] + ([a.against] if a.against else [])

@@ -18,16 +18,14 @@ FLAGS after `--` go to every replay (e.g. `-- --arena-slack 0.03`). With --again
 OTHER (another build's memkit, the base) runs the same replays, and the table puts
 its figures beside the first one's, per trace, with both sums.
 """
-import argparse
 import concurrent.futures
-import glob
 import json
 import os
 import statistics
 import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from replay_suite import parse_with_flags, suite_parser
+
 TIMINGS = ["", "--device-lag 2000", "--device-lag 2000 --lag-seed 1",
            "--device-lag 2000 --lag-seed 2", "--device-lag 500 --lag-seed 3"]
 
@@ -57,20 +55,11 @@ def summarize(results, k):
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("memkit", help="path of the memkit command")
+    parser = suite_parser(__doc__)
     parser.add_argument("--against", help="another memkit command, the base to compare with")
-    parser.add_argument("--traces", nargs="+",
-                        default=sorted(glob.glob(os.path.join(ROOT, "data/traces/workloads/*.gz"))))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    args = parser.parse_args(argv)
-    cases = [(trace, timing.split() + extra) for trace in args.traces for timing in TIMINGS]
+    args = parse_with_flags(parser)
+    cases = [(trace, timing.split() + args.flags) for trace in args.traces for timing in TIMINGS]
     results = run_all(args.memkit, cases, args.jobs)
     base = run_all(args.against, cases, args.jobs) if args.against else None
     names = [os.path.basename(trace).split(".")[0] for trace in args.traces]

@@ -41,6 +41,16 @@ def suite_parser(description):
     return parser
 
 
+def parse_with_flags(parser, argv=None):
+    """parser's arguments, with `.flags`: the words after `--`, for every replay (split off
+    first: argparse would take them for options, or refuse them after --traces)."""
+    argv = sys.argv[1:] if argv is None else argv
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    args.flags = argv[cut + 1:]
+    return args
+
+
 def main():
     parser = suite_parser(__doc__)
     parser.add_argument("--setting", action="append", metavar="NAME=FLAGS",
