@@ -952,8 +952,6 @@ bool arena::take_small_segment(queue_id queue, const budget& room, request& r) {
   block* b = small_area_->take(page_size_, queue, &r.previous_queue);
   if (!b) return false;                          // the area is full: a segment of its own
   b->loop_serial = placement::loop_plan::kNone;  // not the loop's: its free is not either
-  b->lent = false;
-  r.lent = false;
   r.small_segment = true;
   return plan_pages(b, queue, room, r);
 }

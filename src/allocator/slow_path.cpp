@@ -54,7 +54,7 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
       case choice::map_pages: {
         std::unique_lock lock(mutex, std::defer_lock);
         if (block* b = map_and_settle(next.request, tried, lock)) {
-          if (next.small_segment) {
+          if (next.request.small_segment) {
             *handed = make_small_segment(b, size, queue);
             return on_allocated(*handed, bytes, false);
           }
@@ -109,7 +109,6 @@ block* allocator::state::choose(std::size_t size, std::size_t segment_size, queu
       arena::request& request = next.request;
       if (vm->take_small_segment(queue, {limit, used, stats.peak_active_bytes}, request)) {
         reserving += request.reserving;
-        next.small_segment = true;
         if (request.pages.empty() && !request.must_wait) {
           stats.returns += vm->commit_returns(request);
           return make_small_segment(request.b, size, queue);

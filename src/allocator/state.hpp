@@ -64,9 +64,9 @@ struct allocator::state {
   std::uint64_t free_serial = 0;    // frees so far
   std::uint64_t stamp_counter = 0;  // hand-outs so far: each live block's stamp
   bool validating = false;
-  bool ordering_queues = false;  // order_queues and the backend has queue_ordering
-  bool small_in_arena =
-      false;  // small_segments_in_arena, with an arena whose page is a small segment
+  bool ordering_queues = false;                  // order_queues and the backend has queue_ordering
+  bool small_in_arena = false;                   // small_segments_in_arena, and an arena page is
+                                                 // a small segment's size
   bool thread_caching = true;                    // small frees park in per-thread caches
   std::size_t small_max = pools::kSmallRequest;  // largest request of the small pool
   const std::uint64_t id;                        // unique per allocator, for thread-local lookup
@@ -144,7 +144,6 @@ struct allocator::state {
     std::uint64_t wait_serial = 0;  // wait: for this queue's frees up to here (0: all its work)
     released_memory released;       // given back first, whatever the choice
     arena::request request;         // map_pages: the block placed and its pages
-    bool small_segment = false;     // map_pages: the arena block becomes a small segment
   };
   // A small segment on an arena block (small_in_arena); returns the block of `size`
   // carved from it for `queue`.
