@@ -57,7 +57,7 @@ def child(name, spec, lib_path, warmup, steps, profiled, seed):
             "kernels_per_step": count / profiled,
             "kernel_us": {k: v / profiled for k, v in kernels.items()},
             "host_calls": host_calls, "cpus_allowed": len(os.sched_getaffinity(0)),
-            "last_cpu": int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[36])}
+            "cpus": sorted(os.sched_getaffinity(0)), "last_cpu": workloads.last_cpu()}
 
 
 def main():
@@ -73,12 +73,15 @@ def main():
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json")
+    parser.add_argument("--cpus", metavar="LIST",
+                        help="run every process on these CPUs only (workloads.py compare's --cpus)")
     args = parser.parse_args()
     if args.child:
         name, spec, lib, warmup, steps, profiled, seed = args.child
         result = child(name, spec, lib, int(warmup), int(steps), int(profiled), int(seed))
         print("RESULT " + json.dumps(result))
         return 0
+    cpus = workloads.parse_cpus(args.cpus) if args.cpus else None
     results = []
     for index, name in enumerate(args.loops):
         for spec in workloads.run_order(args.allocators, args.repeats, index):
@@ -86,7 +89,7 @@ def main():
             result, error = workloads.run_child(
                 ["--child", name, spec, spec_lib or args.lib or "", str(args.warmup),
                  str(args.steps), str(args.profiled), str(args.seed)],
-                dict(os.environ, **env_extra), script=__file__)
+                dict(os.environ, **env_extra), script=__file__, cpus=cpus)
             if error:
                 print("[kernel_time] %s with %s failed (%s)" % (name, spec, error), flush=True)
                 continue

@@ -21,6 +21,11 @@ def loop(name, description):
     return register
 
 
+def _seeded(device, seed):
+    """A step's two sources of chance: Python's (shapes) and the device's (inputs)."""
+    return random.Random(seed), torch.Generator(device=device).manual_seed(seed)
+
+
 def _adamw(model):
     return torch.optim.AdamW(model.parameters(), lr=1e-4)
 
@@ -56,8 +61,7 @@ def _classifier_step(model, optimizer, device, seed, batch=lambda: 64, bf16=Fals
 
 def _eval_varbatch_step(model, device, seed, max_batch, dtype):
     """Inference on random 224 px images, the batch drawn from 1..max_batch each step."""
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     @torch.no_grad()
     def step():
@@ -211,8 +215,7 @@ def bert_infer(device, seed):
     from transformers import BertConfig, BertModel
     config = BertConfig()
     model = BertModel(config).to(device).eval()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     @torch.no_grad()
     def step():
@@ -280,8 +283,7 @@ class _LSTMModel(torch.nn.Module):
 def lstm_lm(device, seed):
     model = _LSTMModel().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     def forward():
         tokens = torch.randint(0, 32000, (32, rng.randint(64, 256)), device=device, generator=g)
@@ -337,8 +339,7 @@ def fasterrcnn_train(device, seed):
         weights=None, weights_backbone=None, num_classes=91).to(device)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.005, momentum=0.9)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     def image_and_target():
         h, w = rng.randint(400, 800), rng.randint(400, 800)
@@ -372,8 +373,7 @@ def bert_mlm_train(device, seed):
     model = BertForMaskedLM(config).to(device)
     model.train()
     optimizer = _adamw(model)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     def forward():
         tokens = torch.randint(0, config.vocab_size, (16, rng.randint(64, 512)), device=device,
@@ -476,8 +476,7 @@ def embedding_bag_sparse(device, seed):
     model = Model().to(device)
     sparse = torch.optim.SparseAdam(list(model.tables.parameters()), lr=1e-3)
     dense = torch.optim.Adam(model.mlp.parameters(), lr=1e-3)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     def bag():
         lengths = torch.randint(1, 41, (2048,), device=device, generator=g)
@@ -512,8 +511,7 @@ def roberta_cls(device, seed):
     config = RobertaConfig(num_labels=4, max_position_embeddings=514)
     model = RobertaForSequenceClassification(config).to(device)
     model.train()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     def forward():
         length = rng.randint(32, 256)
@@ -531,8 +529,7 @@ def opt_sample(device, seed):
     from transformers import OPTConfig, OPTForCausalLM
     config = OPTConfig()
     model = OPTForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     @torch.no_grad()
     def step():
@@ -580,8 +577,7 @@ class _GraphNet(torch.nn.Module):
       "of 20k..100k nodes and 8 edges a node each step, fp32, AdamW")
 def gnn_varsize(device, seed):
     model = _GraphNet().to(device)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     def forward():
         nodes = rng.randint(20_000, 100_000)
@@ -600,10 +596,8 @@ def bart_train(device, seed):
     config = BartConfig(d_model=768, encoder_layers=6, decoder_layers=6,
                         encoder_attention_heads=12, decoder_attention_heads=12,
                         encoder_ffn_dim=3072, decoder_ffn_dim=3072)
-    model = BartForConditionalGeneration(config).to(device)
-    model.train()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    model = BartForConditionalGeneration(config).to(device).train()
+    rng, g = _seeded(device, seed)
 
     def forward():
         source = torch.randint(3, config.vocab_size, (8, rng.randint(64, 512)), device=device,
@@ -640,8 +634,7 @@ def densenet121(device, seed):
       "denoising passes a step on a batch drawn from 1..4 at 256 px, no_grad")
 def unet_sampling(device, seed):
     model = _UNet().to(device=device, dtype=torch.bfloat16).eval()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     @torch.no_grad()
     def step():
@@ -711,8 +704,7 @@ def deeplabv3_multiscale(device, seed):
         weights=None, weights_backbone=None, num_classes=21).to(device)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def forward():
@@ -731,8 +723,7 @@ def clip_train(device, seed):
     config = CLIPConfig()
     model = CLIPModel(config).to(device)
     model.train()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     def forward():
         ids = torch.randint(0, config.text_config.vocab_size, (64, rng.randint(8, 77)),
@@ -780,8 +771,7 @@ def mixtral_infer(device, seed):
                            num_experts_per_tok=2, vocab_size=32000, max_position_embeddings=2048)
     model = MixtralForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
     model.config.use_cache = False
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     @torch.no_grad()
     def step():
@@ -925,8 +915,7 @@ def vit_eval_gather(device, seed):
     import timm
     model = timm.create_model("vit_base_patch16_224", pretrained=False)
     model = model.to(device=device, dtype=torch.bfloat16).eval()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
     kept = []
 
     @torch.no_grad()
@@ -999,8 +988,7 @@ class _VAEDecoder(torch.nn.Module):
       "256, 384, 512, 640 px each step (activations of 100-800 MB)")
 def vae_decode_varres(device, seed):
     model = _VAEDecoder().to(device=device, dtype=torch.bfloat16).eval()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     @torch.no_grad()
     def step():
@@ -1032,8 +1020,7 @@ def speech_ctc(device, seed):
         def forward(self, x):
             return self.head(self.encoder(self.subsample(x).transpose(1, 2)))
     model = Model().to(device)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
     n = 16
 
     def forward():
@@ -1075,8 +1062,7 @@ def detect_then_classify(device, seed):
         weights=None, weights_backbone=None, num_classes=91).to(device).eval()
     classifier = torchvision.models.resnet50(weights=None).to(device=device,
                                                               dtype=torch.float16).eval()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     @torch.no_grad()
     def step():
@@ -1120,8 +1106,7 @@ def ppo_update_small(device, seed):
                                 torch.nn.Linear(256, 256), torch.nn.Tanh(),
                                 torch.nn.Linear(256, 1)).to(device)
     optimizer = torch.optim.Adam(list(policy.parameters()) + list(value.parameters()), lr=3e-4)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
 
     def step():
         n = 4096
@@ -1161,8 +1146,7 @@ def r3d_video_varframes(device, seed):
     import torchvision
     model = torchvision.models.video.r3d_18(weights=None, num_classes=400).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    rng, g = _seeded(device, seed)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def forward():
@@ -1194,10 +1178,8 @@ def mamba_train_varlen(device, seed):
     from transformers import MambaConfig, MambaForCausalLM
     config = MambaConfig(hidden_size=512, num_hidden_layers=4, vocab_size=32000,
                          state_size=16, use_mambapy=False)
-    model = MambaForCausalLM(config).to(device)
-    model.train()
-    rng = random.Random(seed)
-    g = torch.Generator(device=device).manual_seed(seed)
+    model = MambaForCausalLM(config).to(device).train()
+    rng, g = _seeded(device, seed)
 
     def forward():
         tokens = torch.randint(0, config.vocab_size, (8, rng.randint(64, 256)), device=device,

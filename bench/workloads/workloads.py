@@ -11,6 +11,7 @@ allocation traces and compared under three allocators on a CUDA GPU.
         compare runs it (run_steps), warm-up and timed steps alike.
     workloads.py compare --lib libmemkit_torch.so [--loops L...] [--warmup 10]
                          [--steps 25] [--repeats 1] [--allocators A...] [--json F]
+                         [--cpus LIST]
         Runs each loop in its own process under each allocator (in the order given,
         reversed every other loop and repeat: run_order): `pytorch` (PyTorch's
         default caching allocator), `expandable` (PyTorch with
@@ -179,7 +180,8 @@ def child_compare(name, allocator, lib_path, warmup, steps, seed):
                               enqueue_times=enqueue_times)
     call_time_before = before.get("call_time")
     result = {"loop": name, "allocator": allocator, "step_ms": statistics.median(times),
-              "step_times_ms": times, "losses": losses}
+              "step_times_ms": times, "losses": losses,
+              "cpus": sorted(os.sched_getaffinity(0)), "last_cpu": last_cpu()}
     # Until step() returned (empty_cache included), before the synchronize.
     result["enqueue_ms"] = statistics.median(enqueue_times)
     if empty_cache:
@@ -276,11 +278,36 @@ def child_record(name, out_dir, steps, seed):
             "pytorch_peak_reserved": torch.cuda.max_memory_reserved(0)}
 
 
-def run_child(args_list, env=None, script=__file__):
-    """Runs `script` (this one by default) in a child Python with args_list; its last
-    RESULT line, parsed, and None, or None and what went wrong."""
+def parse_cpus(text):
+    """The CPU numbers of a list such as '8-11' or '2,5,7-9' (taskset's form)."""
+    cpus = set()
+    try:
+        for part in text.split(","):
+            first, _, last = part.partition("-")
+            cpus.update(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise SystemExit("[workloads] --cpus '%s': expected CPU numbers such as 8-11 or 2,5,7-9"
+                         % text)
+    allowed = os.sched_getaffinity(0)
+    if not cpus or not cpus <= allowed:
+        raise SystemExit("[workloads] --cpus '%s': not among this process's CPUs (%s)"
+                         % (text, ",".join(map(str, sorted(allowed)))))
+    return sorted(cpus)
+
+
+def last_cpu():
+    """The CPU this process last ran on (/proc/self/stat's 39th field)."""
+    with open("/proc/self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
+
+
+def run_child(args_list, env=None, script=__file__, cpus=None):
+    """Runs `script` (this one by default) in a child Python with args_list, on the
+    CPUs given (all of this process's when None); its last RESULT line, parsed, and
+    None, or None and what went wrong."""
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     out = subprocess.run([sys.executable, os.path.abspath(script)] + args_list,
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True, env=env, preexec_fn=pin)
     lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
     if out.returncode != 0 or not lines:
         return None, "exit %d:\n%s" % (out.returncode, out.stderr[-3000:])
@@ -313,6 +340,7 @@ def command_compare(args):
         kind, _, spec_lib = parse_allocator(spec)
         if kind == "memkit" and not (spec_lib or lib):
             raise SystemExit("[workloads] allocator '%s' needs --lib" % spec)
+    cpus = parse_cpus(args.cpus) if args.cpus else None
     results = []
     started = time.monotonic()
     for index, name in enumerate(args.loops):
@@ -326,7 +354,8 @@ def command_compare(args):
             env[EMPTY_CACHE_ENV] = "1" if args.empty_cache_each_step else "0"
             env[MEMORY_LIMIT_ENV] = str(limit)
             result, error = run_child(["--child-compare", name, spec, spec_lib or lib or "",
-                                       str(args.warmup), str(args.steps), str(args.seed)], env)
+                                       str(args.warmup), str(args.steps), str(args.seed)], env,
+                                      cpus=cpus)
             if error:
                 print("[workloads] %s with %s failed (%s)" % (name, spec, error), flush=True)
                 lines = [l for l in error.splitlines() if l.strip()]
@@ -517,6 +546,10 @@ def main():
     compare.add_argument("--json", help="write every run's result here (after each run)")
     compare.add_argument("--deadline", type=float, default=0,
                          help="seconds after which no further loop is started (0: none)")
+    compare.add_argument("--cpus", metavar="LIST",
+                         help="run every loop's process on these CPUs only (as taskset -c "
+                              "LIST: 8-11), so that no run's time depends on which CPUs the "
+                              "host gave it (default: all)")
     table = sub.add_parser("table", help="the table of compare runs' JSON files")
     table.add_argument("files", nargs="+")
     table.add_argument("--latest", action="store_true",

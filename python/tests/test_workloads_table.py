@@ -122,3 +122,22 @@ def test_compare_alternates_which_allocator_runs_first():
     for i in range(4):
         order = workloads.run_order(both, 2, i)
         assert sorted(order[0::2]) == sorted(both) and sorted(order[1::2]) == sorted(both)
+
+
+def test_compare_pins_its_runs_to_the_cpus_given(tmp_path):
+    import pytest
+    import bench_scripts
+    workloads = bench_scripts.load("workloads")
+    mine = sorted(os.sched_getaffinity(0))
+    assert workloads.parse_cpus("%d" % mine[0]) == [mine[0]]
+    if len(mine) >= 2 and mine[1] == mine[0] + 1:
+        assert workloads.parse_cpus("%d-%d" % (mine[0], mine[1])) == mine[:2]
+    for bad in ("x", "3-", "", "100000"):
+        with pytest.raises(SystemExit, match="--cpus"):
+            workloads.parse_cpus(bad)
+    # A child runs on the CPU given, and says so.
+    script = "import os; print('RESULT [%d]' % sorted(os.sched_getaffinity(0))[0])"
+    path = tmp_path / "child.py"
+    path.write_text(script)
+    result, error = workloads.run_child([], script=str(path), cpus=[mine[-1]])
+    assert error is None and result == [mine[-1]]
