@@ -258,14 +258,22 @@ class page_map {
 
   // visit(word, mask) for each word of the bitmaps that [first, last] covers, the mask
   // selecting its pages there, until visit returns false.
+  // The end words' masks are computed once, outside the loop: most blocks lie in one.
   template <class Visit>
   static void for_each_word(std::uint64_t first, std::uint64_t last, Visit&& visit) {
-    for (std::uint64_t w = first / 64; w <= last / 64; ++w) {
-      std::uint64_t mask = ~std::uint64_t{0};
-      if (w == first / 64) mask &= ~std::uint64_t{0} << (first % 64);
-      if (w == last / 64 && last % 64 != 63) mask &= (std::uint64_t{1} << (last % 64 + 1)) - 1;
-      if (!visit(static_cast<std::size_t>(w), mask)) return;
+    const std::size_t first_word = first / 64;
+    const std::size_t last_word = last / 64;
+    const std::uint64_t low = ~std::uint64_t{0} << (first % 64);   // pages >= first
+    const std::uint64_t high = ~std::uint64_t{0} >> (63 - last % 64);  // pages <= last
+    if (first_word == last_word) {
+      visit(first_word, low & high);
+      return;
     }
+    if (!visit(first_word, low)) return;
+    for (std::size_t w = first_word + 1; w < last_word; ++w) {
+      if (!visit(w, ~std::uint64_t{0})) return;
+    }
+    visit(last_word, high);
   }
 
   // The three bitmaps, a word of each together: a page's bits are one cache line.
