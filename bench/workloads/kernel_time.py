@@ -56,8 +56,8 @@ def child(name, spec, lib_path, warmup, steps, profiled, seed):
             if starts else 0.0,
             "kernels_per_step": count / profiled,
             "kernel_us": {k: v / profiled for k, v in kernels.items()},
-            "host_calls": host_calls, "cpus_allowed": len(os.sched_getaffinity(0)),
-            "cpus": sorted(os.sched_getaffinity(0)), "last_cpu": workloads.last_cpu()}
+            "host_calls": host_calls, "cpus": sorted(os.sched_getaffinity(0)),
+            "last_cpu": workloads.last_cpu()}
 
 
 def main():
@@ -98,7 +98,7 @@ def main():
                   "device span %7.2f ms  (cpu %d of %d)" % (
                       name, spec, result["step_ms"], result["enqueue_ms"],
                       result["kernel_ms_per_step"], result["device_span_ms_per_step"],
-                      result["last_cpu"], result["cpus_allowed"]), flush=True)
+                      result["last_cpu"], len(result["cpus"])), flush=True)
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(results, f, indent=1)

@@ -548,8 +548,8 @@ def main():
                          help="seconds after which no further loop is started (0: none)")
     compare.add_argument("--cpus", metavar="LIST",
                          help="run every loop's process on these CPUs only (as taskset -c "
-                              "LIST: 8-11), so that no run's time depends on which CPUs the "
-                              "host gave it (default: all)")
+                              "LIST: 8-11; default: all). On the H100 it did not narrow the "
+                              "spread between runs (docs/BENCHMARKS.md)")
     table = sub.add_parser("table", help="the table of compare runs' JSON files")
     table.add_argument("files", nargs="+")
     table.add_argument("--latest", action="store_true",
