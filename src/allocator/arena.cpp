@@ -510,9 +510,14 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   // use: every stolen page is a map now (its old place keeps it as a shadow) and
   // likely a map again later.
   std::vector<std::uint32_t> stolen;
-  const std::size_t growth_room = get_growth_room(room.peak_active);
   const std::size_t in_use = room.in_use;
-  const std::size_t room_pages = growth_room > in_use ? (growth_room - in_use) / g : 0;
+  // Pages that may still be made; only a block that needs pages asks (the usual one
+  // lands on mapped pages, and a product and a division are saved).
+  std::size_t room_pages = 0;
+  if (need > 0) {
+    const std::size_t growth_room = get_growth_room(room.peak_active);
+    room_pages = growth_room > in_use ? (growth_room - in_use) >> page_shift_ : 0;
+  }
   // Past the slack, a page whose shadow is idle where it went takes it back first:
   // a move that costs no call.
   for (std::uint32_t i = first; i <= last && shadowed > 0 && need > room_pages; ++i) {
