@@ -263,7 +263,7 @@ class page_map {
   static void for_each_word(std::uint64_t first, std::uint64_t last, Visit&& visit) {
     const std::size_t first_word = first / 64;
     const std::size_t last_word = last / 64;
-    const std::uint64_t low = ~std::uint64_t{0} << (first % 64);   // pages >= first
+    const std::uint64_t low = ~std::uint64_t{0} << (first % 64);       // pages >= first
     const std::uint64_t high = ~std::uint64_t{0} >> (63 - last % 64);  // pages <= last
     if (first_word == last_word) {
       visit(first_word, low & high);
