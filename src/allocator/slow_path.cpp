@@ -53,13 +53,9 @@ allocation allocator::state::allocate_slow(std::size_t bytes, std::size_t size, 
         continue;
       case choice::map_pages: {
         std::unique_lock lock(mutex, std::defer_lock);
-        if (block* b = map_and_settle(next.request, tried, lock)) {
-          if (next.request.small_segment) {
-            *handed = make_small_segment(b, size, queue);
-            return on_allocated(*handed, bytes, false);
-          }
-          *handed = b;  // the lock is held
-          return on_allocated(b, bytes, false);
+        if (block* b = map_and_settle(next.request, tried, lock)) {  // the lock is held
+          *handed = next.request.small_segment ? make_small_segment(b, size, queue) : b;
+          return on_allocated(*handed, bytes, false);
         }
         continue;
       }
@@ -90,32 +86,28 @@ block* allocator::state::choose(std::size_t size, std::size_t segment_size, queu
   // When the device said no, the limit is what it holds now.
   const std::size_t limit = tried.backend_full ? std::min(memory_limit, used) : memory_limit;
   std::size_t shortfall = 0;
-  if (uses_arena(size)) {
-    arena::request& request = next.request;
-    if (vm->take(size, queue, {limit, used, stats.peak_active_bytes}, tried.loop_note, request)) {
-      reserving += request.reserving;
-      if (request.pages.empty() && !request.must_wait) {
-        stats.returns += vm->commit_returns(request);
-        return request.b;
-      }
-      choose_for_pages(queue, tried, next);
-      return nullptr;
+  const arena::budget room{limit, used, stats.peak_active_bytes};
+  arena::request& request = next.request;
+  // A request the arena placed: its block when every page is mapped already, else null
+  // with the next step for its pages chosen.
+  auto placed = [&]() -> block* {
+    reserving += request.reserving;
+    if (request.pages.empty() && !request.must_wait) {
+      stats.returns += vm->commit_returns(request);
+      return request.b;
     }
+    choose_for_pages(queue, tried, next);
+    return nullptr;
+  };
+  if (uses_arena(size)) {
+    if (vm->take(size, queue, room, tried.loop_note, request)) return placed();
     shortfall = request.shortfall;
   } else {
     if (block* b = pool_for(size).take(size, queue)) return b;
-    if (small_in_arena && size <= small_max) {
-      // The small segment is a page of the arena (see allocator_options).
-      arena::request& request = next.request;
-      if (vm->take_small_segment(queue, {limit, used, stats.peak_active_bytes}, request)) {
-        reserving += request.reserving;
-        if (request.pages.empty() && !request.must_wait) {
-          stats.returns += vm->commit_returns(request);
-          return make_small_segment(request.b, size, queue);
-        }
-        choose_for_pages(queue, tried, next);
-        return nullptr;
-      }
+    // The small segment is a page of the arena (see allocator_options).
+    if (small_in_arena && size <= small_max && vm->take_small_segment(queue, room, request)) {
+      block* arena_block = placed();
+      return arena_block ? make_small_segment(arena_block, size, queue) : nullptr;
     }
     shortfall = used + segment_size > limit ? used + segment_size - limit : 0;
   }
