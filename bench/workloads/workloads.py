@@ -281,13 +281,13 @@ def child_record(name, out_dir, steps, seed):
 def parse_cpus(text):
     """The CPU numbers of a list such as '8-11' or '2,5,7-9' (taskset's form)."""
     cpus = set()
-    try:
-        for part in text.split(","):
-            first, _, last = part.partition("-")
-            cpus.update(range(int(first), int(last or first) + 1))
-    except ValueError:
-        raise SystemExit("[workloads] --cpus '%s': expected CPU numbers such as 8-11 or 2,5,7-9"
-                         % text)
+    for part in text.split(","):
+        # A range needs both ends ('3-' is not one, whatever the machine's CPUs).
+        first, dash, last = part.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise SystemExit("[workloads] --cpus '%s': expected CPU numbers such as 8-11 or "
+                             "2,5,7-9" % text)
+        cpus.update(range(int(first), int(last or first) + 1))
     allowed = os.sched_getaffinity(0)
     if not cpus or not cpus <= allowed:
         raise SystemExit("[workloads] --cpus '%s': not among this process's CPUs (%s)"

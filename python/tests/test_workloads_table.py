@@ -132,7 +132,8 @@ def test_compare_pins_its_runs_to_the_cpus_given(tmp_path):
     assert workloads.parse_cpus("%d" % mine[0]) == [mine[0]]
     if len(mine) >= 2 and mine[1] == mine[0] + 1:
         assert workloads.parse_cpus("%d-%d" % (mine[0], mine[1])) == mine[:2]
-    for bad in ("x", "3-", "", "100000"):
+    # Malformed on any machine (a range needs both ends), and a CPU no machine has.
+    for bad in ("x", "3-", "0-", ",0", "-1", "", "100000"):
         with pytest.raises(SystemExit, match="--cpus"):
             workloads.parse_cpus(bad)
     # A child runs on the CPU given, and says so.
