@@ -407,6 +407,16 @@ def paired_ratio(runs, base):
     return statistics.median(ratios) if ratios else None
 
 
+def mean_ratio(runs, base):
+    """The mean timed step over PyTorch's mean timed step, over all runs of each (the
+    loops draw the same shapes for both); None without the steps' times."""
+    times = [t for r in runs for t in r.get("step_times_ms") or []]
+    base_times = [t for r in base for t in r.get("step_times_ms") or []]
+    if not times or not base_times or statistics.mean(base_times) <= 0:
+        return None
+    return statistics.mean(times) / statistics.mean(base_times)
+
+
 def run_ratios(runs, base):
     """Run i's median step time over PyTorch's run i, for each pair of runs (repeats
     alternate the allocators): their spread is the spread between processes, which a
@@ -418,12 +428,13 @@ def print_table(results, loops, allocators):
     """One row per loop: each allocator's median step time over PyTorch's (and, in
     parentheses, the paired ratio: paired_ratio; in brackets, with repeats, the lowest
     and highest ratio of one run to its PyTorch run: run_ratios) and peak reserved /
-    peak allocated; memkit's unmaps per timed step and the goals it misses
-    (missed_goals)."""
+    peak allocated; memkit's mean step time over PyTorch's (mean_ratio: what a loop of
+    steps of several shapes loses in its costly steps, which the median can pass over),
+    its unmaps per timed step and the goals it misses (missed_goals)."""
     print("\n| loop | " + " | ".join("%s time / PyTorch's | %s reserved / allocated" % (a, a)
-                                     for a in allocators) + " | memkit unmaps a step | " +
-          "memkit over the goal |")
-    print("| --- |" + " ---: | ---: |" * len(allocators) + " ---: | --- |")
+                                     for a in allocators) + " | memkit mean step / PyTorch's "
+          "| memkit unmaps a step | memkit over the goal |")
+    print("| --- |" + " ---: | ---: |" * len(allocators) + " ---: | ---: | --- |")
     for name in loops:
         runs = {}
         for r in results:
@@ -435,6 +446,7 @@ def print_table(results, loops, allocators):
         base_ms = statistics.median(r["step_ms"] for r in base) if base else None
         cells = []
         unmaps = "-"
+        mean = "-"
         over = []
         for a in allocators:
             if a not in runs:
@@ -456,9 +468,12 @@ def print_table(results, loops, allocators):
             if "unmaps_per_step" in runs[a][0] and (a == "memkit" or unmaps == "-"):
                 mean_unmaps = statistics.mean(r["unmaps_per_step"] for r in runs[a])
                 unmaps = "%.1f" % mean_unmaps
+                means = mean_ratio(runs[a], base) if base else None
+                mean = "%.3f" % means if means is not None else "-"
                 over = missed_goals(ms / base_ms if base_ms else None, paired, ratio,
                                     mean_unmaps)
-        print("| %s | %s | %s | %s |" % (name, " | ".join(cells), unmaps, ", ".join(over) or "-"))
+        print("| %s | %s | %s | %s | %s |" % (name, " | ".join(cells), mean, unmaps,
+                                             ", ".join(over) or "-"))
 
 
 def missed_goals(time_ratio, paired, reserved_ratio, unmaps):

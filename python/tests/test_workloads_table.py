@@ -41,6 +41,18 @@ def test_rows_say_which_goals_memkit_misses(tmp_path):
     assert rows["fast"][3] == "0.900 (0.900)"  # median over PyTorch's, then paired
     assert rows["slow"][-1] == "time, memory, unmaps"
     assert rows["slow"][-2] == "6.0"
+    assert rows["slow"][-3] == "1.100"  # mean step over PyTorch's mean step
+
+
+def test_the_mean_step_shows_costly_steps_the_median_passes_over(tmp_path):
+    # Three shapes; memkit's largest steps cost 40% more, the median step is equal.
+    rows = table(tmp_path, [
+        run("shapes", "pytorch", [10.0, 15.0, 20.0, 10.0, 15.0], 100, 100),
+        run("shapes", "memkit", [10.0, 15.0, 28.0, 10.0, 15.0], 100, 100, unmaps=0.0),
+    ])
+    assert rows["shapes"][3] == "1.000 (1.000)"
+    assert rows["shapes"][-3] == "1.114"
+    assert rows["shapes"][-1] == "-"  # the goal is the median's
 
 
 def test_time_is_missed_only_when_both_ratios_say_so(tmp_path):
@@ -91,7 +103,8 @@ def test_latest_takes_each_loop_from_the_last_file_that_ran_it(tmp_path):
     assert together["a"][-2] == "5.0"  # without --latest both runs count
     only = table(tmp_path, older + [run("b", "expandable", [8.0], 100, 100)],
                  flags=["--allocators", "pytorch", "memkit"])
-    assert len(only["b"]) == 7  # loop, two columns for each of two allocators, unmaps, goals
+    # loop, two columns for each of two allocators, mean step, unmaps, goals
+    assert len(only["b"]) == 8
 
 
 def test_a_bad_file_is_named_with_what_is_wrong(tmp_path):
