@@ -487,6 +487,54 @@ void arena::find_victims(std::uint32_t first, std::uint32_t last, queue_id queue
   if (kept_first <= kept_last) scan(kept_first, kept_last);
 }
 
+std::size_t arena::reclaim_shadows(std::uint32_t first, std::uint32_t last, std::size_t shadowed,
+                                   std::size_t most, request& r) {
+  std::size_t taken = 0;
+  for (std::uint32_t i = first; i <= last && shadowed > 0 && taken < most; ++i) {
+    const page_map::page& p = pages_.get(i);
+    if (p.physical || p.busy || !p.shadow) continue;
+    --shadowed;
+    const std::uint32_t home = find_reclaimable_home(i, first, last);
+    if (home == page_map::kNone) continue;
+    reclaim(i, home);
+    r.reclaimed.push_back({i, home});
+    ++taken;
+  }
+  return taken;
+}
+
+void arena::record_pages(std::uint32_t first, std::uint32_t last,
+                         const std::vector<std::uint32_t>& stolen, request& r) {
+  std::size_t k = 0;
+  for (std::uint32_t i = first; i <= last; ++i) {
+    page_map::page& p = pages_.at(i);
+    const bool needs_page = !p.physical && !p.busy;
+    // Only a request that maps or waits can be cancelled.
+    if (pages_.get_users(i) == 0 && p.physical)
+      r.was_idle.push_back({i, pages_.get_queue(i), pages_.get_free_serial(i)});
+    pages_.add_user(i);
+    if (!needs_page) continue;
+    pages_.set_busy(i, true);
+    page_plan plan{i, 0, page_map::kNone};
+    plan.unmap_shadow = p.shadow != 0;
+    if (k < stolen.size()) {
+      // The victim stays mapped to it, as its shadow: no unmap now, and the page
+      // may come back there at no cost.
+      const std::uint32_t j = stolen[k++];
+      page_map::page& victim = pages_.at(j);
+      plan.physical = victim.physical;
+      plan.stolen_from = j;
+      pages_.set_idle(j, false);
+      pages_.set_physical(j, 0);
+      pages_.set_shadow(j, plan.physical, i);
+      pages_.set_busy(j, true);  // until the map: no other block maps over it meanwhile
+      mapped_pages_--;
+      held_unmapped_++;
+    }
+    r.pages.push_back(plan);
+  }
+}
+
 bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r) {
   const std::size_t g = page_size_;
   const std::uint32_t first = first_page(b);
@@ -520,16 +568,8 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
   }
   // Past the slack, a page whose shadow is idle where it went takes it back first:
   // a move that costs no call.
-  for (std::uint32_t i = first; i <= last && shadowed > 0 && need > room_pages; ++i) {
-    const page_map::page& p = pages_.get(i);
-    if (p.physical || p.busy || !p.shadow) continue;
-    --shadowed;
-    const std::uint32_t home = find_reclaimable_home(i, first, last);
-    if (home == page_map::kNone) continue;
-    reclaim(i, home);
-    r.reclaimed.push_back({i, home});
-    --need;
-  }
+  if (shadowed > 0 && need > room_pages)
+    need -= reclaim_shadows(first, last, shadowed, need - room_pages, r);
   const std::size_t to_steal = need > room_pages ? need - room_pages : 0;
   // Idle pages that could move once this queue's work completes; the
   // serial of the free that makes enough of them movable.
@@ -565,34 +605,7 @@ bool arena::plan_pages(block* b, queue_id queue, const budget& room, request& r)
     pages_.add_users(first, last);
     return true;
   }
-  std::size_t k = 0;
-  for (std::uint32_t i = first; i <= last; ++i) {
-    page_map::page& p = pages_.at(i);
-    const bool needs_page = !p.physical && !p.busy;
-    // Only a request that maps or waits can be cancelled.
-    if (pages_.get_users(i) == 0 && p.physical)
-      r.was_idle.push_back({i, pages_.get_queue(i), pages_.get_free_serial(i)});
-    pages_.add_user(i);
-    if (!needs_page) continue;
-    pages_.set_busy(i, true);
-    page_plan plan{i, 0, page_map::kNone};
-    plan.unmap_shadow = p.shadow != 0;
-    if (k < stolen.size()) {
-      // The victim stays mapped to it, as its shadow: no unmap now, and the page
-      // may come back there at no cost.
-      const std::uint32_t j = stolen[k++];
-      page_map::page& victim = pages_.at(j);
-      plan.physical = victim.physical;
-      plan.stolen_from = j;
-      pages_.set_idle(j, false);
-      pages_.set_physical(j, 0);
-      pages_.set_shadow(j, plan.physical, i);
-      pages_.set_busy(j, true);  // until the map: no other block maps over it meanwhile
-      mapped_pages_--;
-      held_unmapped_++;
-    }
-    r.pages.push_back(plan);
-  }
+  record_pages(first, last, stolen, r);
   if (r.max_group > 1 && stolen.empty() && !r.must_wait && creates > 0 && creates < room_pages) {
     const std::size_t below_limit = room.limit > in_use ? (room.limit - in_use) / g : 0;
     if (below_limit > creates)

@@ -237,6 +237,14 @@ class arena {
                     std::vector<std::uint32_t>& stolen, std::vector<std::uint64_t>& waiting) const;
   // Counts the pages under a placed block and plans the ones to map (see take).
   bool plan_pages(pools::block* b, queue_id queue, const budget& room, request& r);
+  // Of the unmapped pages of [first, last], `shadowed` with a shadow: up to `most` take
+  // their physical page back from an idle home (reclaim). Returns how many did.
+  std::size_t reclaim_shadows(std::uint32_t first, std::uint32_t last, std::size_t shadowed,
+                              std::size_t most, request& r);
+  // The block on [first, last] gets its pages' users, and r.pages a plan for each page
+  // it needs: the stolen ones first (their old places left as shadows), then new ones.
+  void record_pages(std::uint32_t first, std::uint32_t last,
+                    const std::vector<std::uint32_t>& stolen, request& r);
   // Where page i's shadow can come back from at no cost: its home, which holds it
   // idle, outside [first, last], its last work there completed; else kNone.
   std::uint32_t find_reclaimable_home(std::uint32_t i, std::uint32_t first,
