@@ -3,8 +3,9 @@
 with no flags but the device lag, at lags 0 and 2000, gives reserved / live at most 1.02
 and at most 5 unmaps a step after the trace's warm-up. Prints one row per trace (with,
 at each lag, the device calls' modelled time a step), the count that meets both lags
-and, summed over both lags, the unmaps a step and the device calls' modelled time a step (the simulated device's per-call costs, from
-../shared/device-costs.md: a change that trades unmaps for maps shows there).
+and, summed over both lags, the unmaps a step and the device calls' modelled time a
+step (the simulated device's per-call costs, from ../shared/device-costs.md: a change
+that trades unmaps for maps shows there).
 
     bench/workloads/done_when.py build/memkit [--traces T...] [--jobs N] [-- FLAGS...]
 

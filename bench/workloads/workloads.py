@@ -468,8 +468,8 @@ def print_table(results, loops, allocators):
             if "unmaps_per_step" in runs[a][0] and (a == "memkit" or unmaps == "-"):
                 mean_unmaps = statistics.mean(r["unmaps_per_step"] for r in runs[a])
                 unmaps = "%.1f" % mean_unmaps
-                means = mean_ratio(runs[a], base) if base else None
-                mean = "%.3f" % means if means is not None else "-"
+                of_means = mean_ratio(runs[a], base) if base else None
+                mean = "%.3f" % of_means if of_means is not None else "-"
                 over = missed_goals(ms / base_ms if base_ms else None, paired, ratio,
                                     mean_unmaps)
         print("| %s | %s | %s | %s | %s |" % (name, " | ".join(cells), mean, unmaps,
