@@ -509,7 +509,7 @@ void allocator::state::validate_locked() const {
     check(b->live && b->owner->base + b->offset == address, "a live entry points at a wrong block");
   });
   for (const deferred_block& d : deferred) check(d.b->deferred, "a deferred block is not marked");
-  if (vm) vm->validate(in_flight_blocks > 0);
+  if (vm) vm->validate(in_flight_blocks + in_flight_segments > 0);
 }
 
 statistics allocator::calculate_statistics() const {

@@ -167,7 +167,9 @@ void allocator::state::choose_for_pages(queue_id queue, attempt& tried, choice& 
     stats.retries++;
   } else {
     next.what = choice::map_pages;
-    if (!request.small_segment) {
+    if (request.small_segment) {
+      in_flight_segments++;  // its bytes are the small blocks', counted when carved
+    } else {
       in_flight_bytes += request.b->size;  // live in the range, not yet handed out
       in_flight_blocks++;
     }
@@ -248,7 +250,10 @@ block* allocator::state::map_and_settle(arena::request& request, attempt& tried,
   lock.lock();
   block* b = request.b;
   auto landed = [&] {
-    if (request.small_segment) return;  // never counted in flight (choose_for_pages)
+    if (request.small_segment) {
+      in_flight_segments--;
+      return;
+    }
     in_flight_bytes -= b->size;
     in_flight_blocks--;
   };

@@ -4,6 +4,12 @@
 // call either way.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "memkit/memkit.hpp"
@@ -89,6 +95,77 @@ TEST(small_segments_in_arena, a_full_area_leaves_the_next_small_segments_to_the_
   alloc.clear_cache();
   EXPECT_EQ(alloc.get_statistics().reserved_bytes, 0u);
   EXPECT_EQ(device.get_counters().segment_frees, device.get_counters().segment_allocs);
+}
+
+// A device whose next unmap, once armed, waits until the test lets it go: the releasing
+// thread stays inside the call (its pages busy) while another thread allocates.
+class paused_unmap final : public forwarded_memory {
+ public:
+  using forwarded_memory::forwarded_memory;
+  void arm() {
+    std::lock_guard lock(mutex_);
+    armed_ = true;
+  }
+  void wait_until_inside() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return inside_; });
+  }
+  void let_go() {
+    std::lock_guard lock(mutex_);
+    armed_ = false;
+    changed_.notify_all();
+  }
+  void unmap(address_t at, std::size_t bytes) override {
+    {
+      std::unique_lock lock(mutex_);
+      inside_ = armed_;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return !armed_; });
+    }
+    forwarded_memory::unmap(at, bytes);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool armed_ = false;
+  bool inside_ = false;
+};
+
+TEST(small_segments_in_arena, a_small_segment_on_a_page_being_unmapped_places_itself_again) {
+  sim_backend sim(one_gib());
+  paused_unmap device(sim);
+  allocator alloc(device, options(true));
+  // A small segment on the area's first page, emptied: clear_cache unmaps that page.
+  alloc.free(alloc.allocate(64 * KiB, 0).address);
+  device.arm();
+  std::thread releasing([&] { alloc.clear_cache(); });
+  device.wait_until_inside();
+  // The next small segment takes the same page, finds it busy and waits for it; once
+  // unmapped it is not the segment's, and until the waiting thread places the segment
+  // again the invariants must hold (its block is live on an unmapped page meanwhile).
+  std::atomic<bool> placed{false};
+  allocation small{};
+  std::thread placing([&] {
+    small = alloc.allocate(64 * KiB, 0);
+    placed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // to reach the wait
+  device.let_go();
+  std::string violation;
+  while (!placed && violation.empty()) {
+    try {
+      alloc.validate();
+    } catch (const invariant_violation& e) {
+      violation = e.what();
+    }
+  }
+  releasing.join();
+  placing.join();
+  EXPECT_EQ(violation, "");
+  alloc.free(small.address);
+  alloc.validate();
+  EXPECT_EQ(alloc.calculate_statistics(), alloc.get_statistics());
 }
 
 }  // namespace
