@@ -76,6 +76,9 @@ struct stress_config {
   unsigned calls_per_thread = 3000;
   double fault_rate = 0.0;
   std::uint32_t completion_lag = 0;
+  double page_fault_rate = 0.0;  // create_page and map calls that fail
+  std::uint32_t unmap_delay_us = 0;
+  bool small_segments_in_arena = false;
 };
 
 void run_stress(const stress_config& config) {
@@ -89,8 +92,13 @@ void run_stress(const stress_config& config) {
   fo.segments.seed = 17;
   fo.completion_lag = config.completion_lag;
   fo.random_lag = true;
+  fo.virtual_memory.rate = config.page_fault_rate;
+  fo.virtual_memory.seed = 23;
+  fo.vm_calls = vm_create_page | vm_map;
+  fo.unmap_delay_us = config.unmap_delay_us;
   fault_injection_adaptor faults(device, fo);
-  allocator alloc(faults, {.validate = true});
+  allocator alloc(faults,
+                  {.validate = true, .small_segments_in_arena = config.small_segments_in_arena});
   live_registry registry;
   exchange handoff;
   std::atomic<bool> done{false};
@@ -222,6 +230,9 @@ void run_stress(const stress_config& config) {
   if (config.fault_rate > 0) {
     EXPECT_GT(faults.get_counters().segment_faults, 0u);
   }
+  if (config.page_fault_rate > 0) {
+    EXPECT_GT(faults.get_counters().vm_faults, 0u);
+  }
   // Frees pending on other queues were reused by ordering (allocator_options::order_queues).
   EXPECT_GT(s.queue_orders, 0u);
 }
@@ -230,6 +241,17 @@ TEST(concurrency_stress, threads_on_four_queues_lose_no_byte) { run_stress({}); 
 
 TEST(concurrency_stress, with_segment_faults_and_late_fences) {
   run_stress({.threads = 6, .calls_per_thread = 2500, .fault_rate = 0.2, .completion_lag = 3});
+}
+
+// The small pool's segments on arena pages, beside slow unmaps and failing page calls:
+// a small segment that waits on a page another thread unmaps, or fails to map, places
+// itself again, and every operation's invariants hold meanwhile.
+TEST(concurrency_stress, small_segments_in_the_arena_with_slow_unmaps_and_failing_maps) {
+  run_stress({.threads = 6,
+              .calls_per_thread = 2500,
+              .page_fault_rate = 0.05,
+              .unmap_delay_us = 40,
+              .small_segments_in_arena = true});
 }
 
 // Pages the arena takes away (stolen for another block, or released) are unmapped
