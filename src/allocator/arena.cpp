@@ -1159,8 +1159,9 @@ void arena::validate(bool blocks_in_flight) const {
     const std::uint32_t users_now = pages_.get_users(i);
     const bool idle_now = pages_.is_idle(i);
     check(users_now == users[i], "a page's user count differs from the live blocks on it");
-    // A block in flight may wait on a page whose mapping by another thread just
-    // failed; it finds the page unmapped when it wakes and places itself again.
+    // A block in flight (a small segment too) may wait on a page whose mapping by
+    // another thread just failed, or that another thread unmapped; it finds the page
+    // unmapped when it wakes and places itself again.
     check(users_now == 0 || p.physical || p.busy || blocks_in_flight, "a live byte is not mapped");
     check(idle_now == (p.physical && users_now == 0), "a page's idle mark is wrong");
     check(pages_.is_mapped(i) == (p.physical != 0),
