@@ -106,9 +106,10 @@ class paused_unmap final : public forwarded_memory {
     std::lock_guard lock(mutex_);
     armed_ = true;
   }
-  void wait_until_inside() {
+  // False when no unmap came within ten seconds.
+  bool wait_until_inside() {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return inside_; });
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return inside_; });
   }
   void let_go() {
     std::lock_guard lock(mutex_);
@@ -140,7 +141,11 @@ TEST(small_segments_in_arena, a_small_segment_on_a_page_being_unmapped_places_it
   alloc.free(alloc.allocate(64 * KiB, 0).address);
   device.arm();
   std::thread releasing([&] { alloc.clear_cache(); });
-  device.wait_until_inside();
+  if (!device.wait_until_inside()) {
+    device.let_go();
+    releasing.join();
+    FAIL() << "clear_cache unmapped no page";
+  }
   // The next small segment takes the same page, finds it busy and waits for it; once
   // unmapped it is not the segment's, and until the waiting thread places the segment
   // again the invariants must hold (its block is live on an unmapped page meanwhile).
