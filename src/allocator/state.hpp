@@ -61,9 +61,10 @@ struct allocator::state {
   std::size_t reserving = 0;        // bytes being allocated outside the lock
   std::size_t in_flight_bytes = 0;  // arena blocks placed, mapping outside the lock
   std::size_t in_flight_blocks = 0;
-  std::size_t in_flight_segments = 0;  // small segments' arena blocks so (not active bytes)
-  std::uint64_t free_serial = 0;       // frees so far
-  std::uint64_t stamp_counter = 0;     // hand-outs so far: each live block's stamp
+  // Small segments' arena blocks placed, mapping outside the lock (not active bytes).
+  std::size_t in_flight_segments = 0;
+  std::uint64_t free_serial = 0;    // frees so far
+  std::uint64_t stamp_counter = 0;  // hand-outs so far: each live block's stamp
   bool validating = false;
   bool ordering_queues = false;                  // order_queues and the backend has queue_ordering
   bool small_in_arena = false;                   // small_segments_in_arena, and an arena page is
