@@ -7,6 +7,7 @@ and returns a scalar tensor (the loss, or a checksum for inference). Everything 
 step draws at random (batch sizes, sequence lengths, inputs) comes from generators
 seeded with `seed`, so two processes run the same sequence of requests.
 """
+import math
 import random
 
 import torch
@@ -1185,4 +1186,253 @@ def mamba_train_varlen(device, seed):
         tokens = torch.randint(0, config.vocab_size, (8, rng.randint(64, 256)), device=device,
                                generator=g)
         return model(input_ids=tokens, labels=tokens).loss
+    return _train_step(model, _adamw(model), forward, bf16=True)
+
+
+# A seventh batch, tuned on by no figure: a serving loop that batches requests as they
+# come (each request's KV cache grown by torch.cat, requests joining and leaving every
+# iteration), point clouds of a drawn size grouped by nearest neighbours, preference
+# training against a frozen reference model, and a diffusion transformer trained on
+# aspect-ratio buckets.
+
+class _ServingDecoder(torch.nn.Module):
+    """A Llama-like decoder for a hand-written serving loop: the new tokens of every
+    request packed into one batch for the dense layers, attention request by request
+    against that request's own KV cache, grown by torch.cat each token (as
+    transformers' DynamicCache grows it)."""
+
+    def __init__(self, layers=8, width=1024, heads=16, hidden=2816, vocab=32000):
+        super().__init__()
+        self.heads, self.head_width = heads, width // heads
+        self.embed = torch.nn.Embedding(vocab, width)
+        self.blocks = torch.nn.ModuleList(torch.nn.ModuleDict({
+            "norm1": torch.nn.RMSNorm(width),
+            "qkv": torch.nn.Linear(width, 3 * width, bias=False),
+            "out": torch.nn.Linear(width, width, bias=False),
+            "norm2": torch.nn.RMSNorm(width),
+            "up": torch.nn.Linear(width, 2 * hidden, bias=False),
+            "down": torch.nn.Linear(hidden, width, bias=False)}) for _ in range(layers))
+        self.norm = torch.nn.RMSNorm(width)
+        self.lm_head = torch.nn.Linear(width, vocab, bias=False)
+
+    def forward(self, tokens, lengths, caches):
+        """tokens: every request's new tokens, packed; lengths: how many each request
+        has; caches[i][layer]: request i's (keys, values), None before its first."""
+        x = self.embed(tokens)
+        for layer, block in enumerate(self.blocks):
+            q, k, v = block["qkv"](block["norm1"](x)).view(-1, 3, self.heads,
+                                                           self.head_width).unbind(1)
+            outs, start = [], 0
+            for i, n in enumerate(lengths):
+                qi, ki, vi = (t[start:start + n].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+                start += n
+                if caches[i][layer] is None:
+                    ki, vi = ki.contiguous(), vi.contiguous()
+                else:
+                    keys, values = caches[i][layer]
+                    ki, vi = torch.cat([keys, ki], dim=2), torch.cat([values, vi], dim=2)
+                caches[i][layer] = (ki, vi)
+                o = torch.nn.functional.scaled_dot_product_attention(qi, ki, vi, is_causal=n > 1)
+                outs.append(o.squeeze(0).transpose(0, 1).reshape(n, -1))
+            x = x + block["out"](torch.cat(outs))
+            gate, up = block["up"](block["norm2"](x)).chunk(2, -1)
+            x = x + block["down"](torch.nn.functional.silu(gate) * up)
+        last = torch.tensor([sum(lengths[:i + 1]) - 1 for i in range(len(lengths))],
+                            device=tokens.device)
+        return self.lm_head(self.norm(x[last]))
+
+
+@loop("continuous_batching_decode", "a serving loop in bf16: a Llama-style decoder (8 "
+      "layers, 1024 wide), up to 12 requests at once, each joining with a prompt of "
+      "32..512 tokens and leaving after 16..256 new ones; 24 decode iterations a step, a "
+      "joining request's prompt packed with the others' next tokens; each request's KV "
+      "cache grown by torch.cat")
+def continuous_batching_decode(device, seed):
+    layers, vocab = 8, 32000
+    model = _ServingDecoder(layers=layers, vocab=vocab).to(device=device,
+                                                          dtype=torch.bfloat16).eval()
+    rng, g = _seeded(device, seed)
+    active = []  # requests: {"caches", "left", "last"}; they live across steps
+
+    @torch.no_grad()
+    def step():
+        total = torch.zeros((), device=device)
+        for _ in range(24):
+            joining = []
+            while len(active) + len(joining) < 12:
+                if (active or joining) and rng.random() >= 0.25:
+                    break
+                n = rng.randint(32, 512)
+                joining.append({"caches": [None] * layers, "left": rng.randint(16, 256),
+                                "prompt": torch.randint(0, vocab, (n,), device=device,
+                                                        generator=g)})
+            batch = active + joining
+            tokens = torch.cat([r["last"] for r in active] + [r["prompt"] for r in joining])
+            lengths = [1] * len(active) + [len(r.pop("prompt")) for r in joining]
+            logits = model(tokens, lengths, [r["caches"] for r in batch])
+            next_tokens = logits.argmax(-1)
+            total = total + logits.float().amax(-1).sum()
+            for i, r in enumerate(batch):
+                r["last"] = next_tokens[i:i + 1]
+                r["left"] -= 1
+            active[:] = [r for r in batch if r["left"] > 0]
+        return total
+    return step
+
+
+class _PointCloudNet(torch.nn.Module):
+    """PointNet++-style classifier: two set abstractions (random centres, their 32
+    nearest points by cdist and topk, a shared MLP, the max over the neighbours), then
+    the max over the centres and an MLP head."""
+
+    def __init__(self, classes=40):
+        super().__init__()
+
+        def mlp(*widths):
+            layers = []
+            for a, b in zip(widths, widths[1:]):
+                layers += [torch.nn.Linear(a, b), torch.nn.LayerNorm(b), torch.nn.ReLU()]
+            return torch.nn.Sequential(*layers)
+        self.abstraction1 = mlp(3 + 3, 64, 64, 128)
+        self.abstraction2 = mlp(3 + 128, 128, 128, 256)
+        self.head = torch.nn.Sequential(mlp(256, 512, 256), torch.nn.Linear(256, classes))
+
+    @staticmethod
+    def group(points, features, centres, k):
+        """(batch, centres, k, 3 + features): each centre's k nearest points, relative."""
+        nearest = torch.cdist(centres, points).topk(k, largest=False).indices
+        b = torch.arange(points.shape[0], device=points.device)[:, None, None]
+        return torch.cat([points[b, nearest] - centres[:, :, None], features[b, nearest]], -1)
+
+    def forward(self, points, generator):
+        n = points.shape[1]
+        m1 = n // 8
+        c1 = points[:, torch.randperm(n, device=points.device, generator=generator)[:m1]]
+        f1 = self.abstraction1(self.group(points, points, c1, 32)).amax(2)
+        c2 = c1[:, torch.randperm(m1, device=points.device, generator=generator)[:m1 // 4]]
+        f2 = self.abstraction2(self.group(c1, f1, c2, 32)).amax(2)
+        return self.head(f2.amax(1))
+
+
+@loop("pointcloud_knn_varpoints", "PointNet++-style classifier trained on 16 random point "
+      "clouds of 1024..8192 points drawn each step (nearest neighbours by cdist and topk), "
+      "bf16 autocast, AdamW")
+def pointcloud_knn_varpoints(device, seed):
+    model = _PointCloudNet().to(device).train()
+    rng, g = _seeded(device, seed)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def forward():
+        points = torch.randn(16, rng.randint(1024, 8192), 3, device=device, generator=g)
+        labels = torch.randint(0, 40, (16,), device=device, generator=g)
+        return loss_fn(model(points, g), labels)
+    return _train_step(model, _adamw(model), forward, bf16=True)
+
+
+@loop("llama_dpo_varlen", "DPO-style preference step: a Llama-style policy (6 layers, 1024 "
+      "wide, GQA) and a frozen copy as reference, 4 chosen and 4 rejected sequences of a "
+      "length drawn from 128..768 each step, log-probabilities in fp32, bf16 autocast, AdamW")
+def llama_dpo_varlen(device, seed):
+    import copy
+    from transformers import LlamaForCausalLM
+    policy = LlamaForCausalLM(_llama_config(6)).to(device).train()
+    policy.config.use_cache = False
+    reference = copy.deepcopy(policy).eval().requires_grad_(False)
+    rng, g = _seeded(device, seed)
+
+    def sequence_logp(model, tokens):
+        logits = model(input_ids=tokens).logits[:, :-1].float()
+        return logits.log_softmax(-1).gather(-1, tokens[:, 1:, None]).squeeze(-1).sum(-1)
+
+    def forward():
+        tokens = torch.randint(0, 32000, (8, rng.randint(128, 768)), device=device, generator=g)
+        with torch.no_grad():
+            reference_logp = sequence_logp(reference, tokens)
+        logp = sequence_logp(policy, tokens)
+        margin = (logp[:4] - reference_logp[:4]) - (logp[4:] - reference_logp[4:])
+        return -torch.nn.functional.logsigmoid(0.1 * margin).mean()
+    return _train_step(policy, _adamw(policy), forward, bf16=True)
+
+
+def _sinusoid(values, width):
+    """(len(values), width) sine and cosine features of a 1-d tensor of positions."""
+    half = width // 2
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, device=values.device) / half)
+    angles = values[:, None].float() * freqs[None]
+    return torch.cat([angles.cos(), angles.sin()], -1)
+
+
+class _DiTBlock(torch.nn.Module):
+    """A transformer block whose layer norms are shifted, scaled and gated by the
+    conditioning (adaLN)."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1 = torch.nn.LayerNorm(width, elementwise_affine=False)
+        self.attention = torch.nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm2 = torch.nn.LayerNorm(width, elementwise_affine=False)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width),
+                                       torch.nn.GELU(approximate="tanh"),
+                                       torch.nn.Linear(4 * width, width))
+        self.modulation = torch.nn.Sequential(torch.nn.SiLU(), torch.nn.Linear(width, 6 * width))
+
+    def forward(self, x, c):
+        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(c)[:, None].chunk(6, -1)
+        h = self.norm1(x) * (1 + scale1) + shift1
+        x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
+        h = self.norm2(x) * (1 + scale2) + shift2
+        return x + gate2 * self.mlp(h)
+
+
+class _DiT(torch.nn.Module):
+    """A diffusion transformer over 2 x 2 patches of a 4-channel latent, conditioned on
+    the timestep and a class label."""
+
+    def __init__(self, width=768, layers=12, heads=12, classes=1000):
+        super().__init__()
+        self.width = width
+        self.patch = torch.nn.Conv2d(4, width, 2, stride=2)
+        self.time = torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.SiLU(),
+                                        torch.nn.Linear(width, width))
+        self.label = torch.nn.Embedding(classes, width)
+        self.blocks = torch.nn.ModuleList(_DiTBlock(width, heads) for _ in range(layers))
+        self.norm = torch.nn.LayerNorm(width, elementwise_affine=False)
+        self.modulation = torch.nn.Sequential(torch.nn.SiLU(), torch.nn.Linear(width, 2 * width))
+        self.out = torch.nn.Linear(width, 2 * 2 * 4)
+
+    def forward(self, x, t, y):
+        b, _, height, width = x.shape
+        h, w = height // 2, width // 2
+        rows = torch.arange(h, device=x.device).repeat_interleave(w)
+        cols = torch.arange(w, device=x.device).repeat(h)
+        position = torch.cat([_sinusoid(rows, self.width // 2), _sinusoid(cols, self.width // 2)],
+                             -1)
+        tokens = self.patch(x).flatten(2).transpose(1, 2) + position
+        c = self.time(_sinusoid(t, 256)) + self.label(y)
+        for block in self.blocks:
+            tokens = block(tokens, c)
+        shift, scale = self.modulation(c)[:, None].chunk(2, -1)
+        out = self.out(self.norm(tokens) * (1 + scale) + shift)
+        return out.view(b, h, w, 2, 2, 4).permute(0, 5, 1, 3, 2, 4).reshape(b, 4, height, width)
+
+
+@loop("dit_train_aspect_buckets", "a diffusion transformer (12 layers, 768 wide, adaLN, 2 x 2 "
+      "patches) trained to predict noise on batch 32 of 4-channel latents, the aspect "
+      "bucket drawn each step (32x32, 24x40, 40x24, 28x36, 36x28, 20x48, 48x20), bf16 "
+      "autocast, AdamW")
+def dit_train_aspect_buckets(device, seed):
+    model = _DiT().to(device).train()
+    rng, g = _seeded(device, seed)
+    buckets = [(32, 32), (24, 40), (40, 24), (28, 36), (36, 28), (20, 48), (48, 20)]
+
+    def forward():
+        height, width = rng.choice(buckets)
+        latents = torch.randn(32, 4, height, width, device=device, generator=g)
+        noise = torch.randn(32, 4, height, width, device=device, generator=g)
+        t = torch.randint(0, 1000, (32,), device=device, generator=g)
+        labels = torch.randint(0, 1000, (32,), device=device, generator=g)
+        kept = torch.cos((t.float() / 1000 + 0.008) / 1.008 * math.pi / 2).pow(2)[:, None, None,
+                                                                                   None]
+        noisy = kept.sqrt() * latents + (1 - kept).sqrt() * noise
+        return torch.nn.functional.mse_loss(model(noisy, t, labels).float(), noise)
     return _train_step(model, _adamw(model), forward, bf16=True)
