@@ -1436,3 +1436,152 @@ def dit_train_aspect_buckets(device, seed):
         noisy = kept.sqrt() * latents + (1 - kept).sqrt() * noise
         return torch.nn.functional.mse_loss(model(noisy, t, labels).float(), noise)
     return _train_step(model, _adamw(model), forward, bf16=True)
+
+
+# An eighth batch, tuned on by no figure: instance segmentation with a drawn number of
+# masks, encoder-decoder beam search, a radiance field evaluated only where an occupancy
+# grid says (a sample count set by the rays drawn), and a speech transducer's 4-d joint
+# tensor whose frames and targets are drawn.
+
+@loop("maskrcnn_train_varinst", "torchvision Mask R-CNN (ResNet-50 FPN), 2 images of "
+      "400..800 px drawn each step with 1..16 instances each (boxes and masks), SGD with "
+      "momentum, fp32")
+def maskrcnn_train_varinst(device, seed):
+    import torchvision
+    model = torchvision.models.detection.maskrcnn_resnet50_fpn(
+        weights=None, weights_backbone=None, num_classes=91).to(device).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.005, momentum=0.9)
+    rng, g = _seeded(device, seed)
+
+    def image_and_target():
+        h, w = rng.randint(400, 800), rng.randint(400, 800)
+        boxes = []
+        for _ in range(rng.randint(1, 16)):
+            x1, y1 = rng.uniform(0, w - 32), rng.uniform(0, h - 32)
+            boxes.append([x1, y1, rng.uniform(x1 + 16, w), rng.uniform(y1 + 16, h)])
+        masks = torch.zeros(len(boxes), h, w, dtype=torch.uint8, device=device)
+        for k, (x1, y1, x2, y2) in enumerate(boxes):
+            masks[k, int(y1):int(y2), int(x1):int(x2)] = 1
+        target = {"boxes": torch.tensor(boxes, device=device),
+                  "labels": torch.tensor([rng.randint(1, 90) for _ in boxes], device=device),
+                  "masks": masks}
+        return torch.rand(3, h, w, device=device, generator=g), target
+
+    def forward():
+        images, targets = zip(*(image_and_target() for _ in range(2)))
+        return sum(model(list(images), list(targets)).values())
+    return _train_step(model, optimizer, forward)
+
+
+@loop("bart_beam_summarize", "BART-base-style encoder-decoder (6+6 layers, 768 wide) in bf16, "
+      "beam search with 4 beams for 48 tokens from a source of 128..1000 tokens drawn each "
+      "step, batch 4 (self- and cross-attention caches reordered by beam every token)")
+def bart_beam_summarize(device, seed):
+    from transformers import BartConfig, BartForConditionalGeneration
+    config = BartConfig(d_model=768, encoder_layers=6, decoder_layers=6,
+                        encoder_attention_heads=12, decoder_attention_heads=12,
+                        encoder_ffn_dim=3072, decoder_ffn_dim=3072)
+    model = BartForConditionalGeneration(config).to(device=device, dtype=torch.bfloat16).eval()
+    rng = random.Random(seed)
+    return _generate_step(model, device, seed, 3, config.vocab_size,
+                          lambda: (4, rng.randint(128, 1000)), max_new_tokens=48,
+                          min_new_tokens=48, num_beams=4, early_stopping=False,
+                          pad_token_id=config.pad_token_id)
+
+
+class _RadianceField(torch.nn.Module):
+    """A NeRF-style MLP: a position's sine and cosine features through 8 layers of 256
+    to a density and a colour."""
+
+    def __init__(self, bands=10, width=256):
+        super().__init__()
+        self.bands = bands
+        layers, inputs = [], 3 + 6 * bands
+        for _ in range(8):
+            layers += [torch.nn.Linear(inputs, width), torch.nn.ReLU()]
+            inputs = width
+        self.trunk = torch.nn.Sequential(*layers)
+        self.out = torch.nn.Linear(width, 4)
+
+    def forward(self, x):
+        freqs = 2.0 ** torch.arange(self.bands, device=x.device) * math.pi
+        angles = (x[..., None] * freqs).flatten(-2)
+        return self.out(self.trunk(torch.cat([x, angles.sin(), angles.cos()], -1)))
+
+
+@loop("nerf_occupancy_varsamples", "NeRF-style radiance field (8 x 256 MLP, positional "
+      "encoding) trained on 4096 random rays of 96 samples; only samples in a fixed random "
+      "occupancy grid's occupied cells are evaluated, so their number follows the rays "
+      "drawn each step; volume rendering by cumprod, Adam, fp32")
+def nerf_occupancy_varsamples(device, seed):
+    model = _RadianceField().to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4)
+    rng, g = _seeded(device, seed)
+    grid = torch.rand(64, 64, 64, device=device, generator=g) < 0.3
+    rays, samples = 4096, 96
+
+    def forward():
+        centre = torch.tensor([rng.uniform(-0.6, 0.6) for _ in range(3)], device=device)
+        origins = centre + 0.2 * torch.randn(rays, 3, device=device, generator=g)
+        directions = torch.nn.functional.normalize(
+            torch.randn(rays, 3, device=device, generator=g), dim=-1)
+        t = torch.linspace(0.05, 1.5, samples, device=device)
+        points = origins[:, None] + t[None, :, None] * directions[:, None]
+        cells = ((points + 1) * 32).long()
+        inside = ((cells >= 0) & (cells < 64)).all(-1)
+        cells = cells.clamp(0, 63)
+        kept = inside & grid[cells[..., 0], cells[..., 1], cells[..., 2]]
+        out = model(points[kept])
+        sigma = torch.zeros(rays, samples, device=device).masked_scatter(kept,
+                                                                         torch.relu(out[:, 0]))
+        colour = torch.zeros(rays, samples, 3, device=device).masked_scatter(
+            kept[..., None].expand(-1, -1, 3), torch.sigmoid(out[:, 1:]))
+        alpha = 1 - torch.exp(-sigma * (t[1] - t[0]))
+        transmitted = torch.cumprod(torch.cat([torch.ones(rays, 1, device=device),
+                                               1 - alpha[:, :-1] + 1e-10], -1), -1)
+        rgb = ((alpha * transmitted)[..., None] * colour).sum(1)
+        return torch.nn.functional.mse_loss(rgb, torch.rand(rays, 3, device=device, generator=g))
+    return _train_step(model, optimizer, forward)
+
+
+class _Transducer(torch.nn.Module):
+    """A speech transducer's shape: a strided Conv1d subsampling (4x) and a transformer
+    encoder over mel features, a stateless prediction network (an embedding and a causal
+    convolution over the last two tokens), and a joint network over every (frame, token)
+    pair."""
+
+    def __init__(self, vocab=1024, width=512):
+        super().__init__()
+        self.subsample = torch.nn.Sequential(
+            torch.nn.Conv1d(80, width, 3, stride=2, padding=1), torch.nn.GELU(),
+            torch.nn.Conv1d(width, width, 3, stride=2, padding=1), torch.nn.GELU())
+        layer = torch.nn.TransformerEncoderLayer(width, 8, 4 * width, batch_first=True,
+                                                 norm_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+        self.embed = torch.nn.Embedding(vocab, width)
+        self.predictor = torch.nn.Conv1d(width, width, 2, padding=1)
+        self.joint = torch.nn.Linear(width, vocab)
+
+    def forward(self, features, targets):
+        encoded = self.encoder(self.subsample(features).transpose(1, 2))
+        predicted = self.predictor(self.embed(targets).transpose(1, 2))[..., :targets.shape[1]]
+        return self.joint(torch.tanh(encoded[:, :, None] + predicted.transpose(1, 2)[:, None]))
+
+
+@loop("transducer_joint_varlen", "speech-transducer-style training: Conv1d subsampling and a "
+      "6-layer transformer encoder over 80 mel features, a stateless prediction network, "
+      "and the joint network's 4-d tensor (batch 8 x frames x target tokens x 1024) with "
+      "100..400 frames (after subsampling) and 10..60 target tokens drawn each step; a "
+      "cross-entropy over the joint stands in for the transducer loss; bf16 autocast, AdamW")
+def transducer_joint_varlen(device, seed):
+    model = _Transducer().to(device).train()
+    rng, g = _seeded(device, seed)
+
+    def forward():
+        frames, length = rng.randint(100, 400), rng.randint(10, 60)
+        features = torch.randn(8, 80, 4 * frames, device=device, generator=g)
+        targets = torch.randint(1, 1024, (8, length), device=device, generator=g)
+        logits = model(features, targets)
+        labels = torch.randint(0, 1024, logits.shape[:3], device=device, generator=g)
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 2).float(), labels.flatten())
+    return _train_step(model, _adamw(model), forward, bf16=True)
