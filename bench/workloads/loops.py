@@ -332,6 +332,15 @@ def llama_generate(device, seed):
                           max_new_tokens=64, min_new_tokens=64, pad_token_id=0)
 
 
+def _random_boxes(rng, h, w, count):
+    """count boxes [x1, y1, x2, y2] of at least 16 px inside an h x w image."""
+    boxes = []
+    for _ in range(count):
+        x1, y1 = rng.uniform(0, w - 32), rng.uniform(0, h - 32)
+        boxes.append([x1, y1, rng.uniform(x1 + 16, w), rng.uniform(y1 + 16, h)])
+    return boxes
+
+
 @loop("fasterrcnn_train_varsize", "torchvision Faster R-CNN (ResNet-50 FPN), 2 images a step, "
       "each 400..800 px high and wide, 2..12 random boxes each, SGD, fp32")
 def fasterrcnn_train(device, seed):
@@ -344,10 +353,7 @@ def fasterrcnn_train(device, seed):
 
     def image_and_target():
         h, w = rng.randint(400, 800), rng.randint(400, 800)
-        boxes = []
-        for _ in range(rng.randint(2, 12)):
-            x1, y1 = rng.uniform(0, w - 32), rng.uniform(0, h - 32)
-            boxes.append([x1, y1, rng.uniform(x1 + 16, w), rng.uniform(y1 + 16, h)])
+        boxes = _random_boxes(rng, h, w, rng.randint(2, 12))
         target = {"boxes": torch.tensor(boxes, device=device),
                   "labels": torch.tensor([rng.randint(1, 90) for _ in boxes], device=device)}
         return torch.rand(3, h, w, device=device, generator=g), target
@@ -1456,10 +1462,7 @@ def maskrcnn_train_varinst(device, seed):
 
     def image_and_target():
         h, w = rng.randint(400, 800), rng.randint(400, 800)
-        boxes = []
-        for _ in range(rng.randint(1, 16)):
-            x1, y1 = rng.uniform(0, w - 32), rng.uniform(0, h - 32)
-            boxes.append([x1, y1, rng.uniform(x1 + 16, w), rng.uniform(y1 + 16, h)])
+        boxes = _random_boxes(rng, h, w, rng.randint(1, 16))
         masks = torch.zeros(len(boxes), h, w, dtype=torch.uint8, device=device)
         for k, (x1, y1, x2, y2) in enumerate(boxes):
             masks[k, int(y1):int(y2), int(x1):int(x2)] = 1
