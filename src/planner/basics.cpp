@@ -217,6 +217,93 @@ plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& o
 
 }  // namespace
 
+namespace {
+constexpr int kWindowStaleRounds = 10;  // repair rounds without a lower window plan
+
+// One window's plan: best fit in size, peak-first and both sweep orders, the lowest
+// repaired (as solve() repairs the whole: the buffers ending above the best height so
+// far move halfway to the front of the order) while it stays above `goal`.
+plan plan_window(const instance& window, const std::vector<std::int64_t>& fixed, std::int64_t goal,
+                 clock::time_point deadline) {
+  std::vector<std::vector<std::size_t>> orders{size_order(window), peak_first_order(window),
+                                               sweep_order(window, true),
+                                               sweep_order(window, false)};
+  plan best;
+  std::int64_t best_height = -1;
+  std::vector<std::size_t> order;
+  for (std::vector<std::size_t>& candidate : orders) {
+    plan p = greedy_in_order(window, candidate, deadline, &fixed);
+    const std::int64_t h = height(window, p);
+    if (best_height < 0 || h < best_height) {
+      best_height = h;
+      best = std::move(p);
+      order = std::move(candidate);
+    }
+  }
+  std::vector<std::size_t> late;
+  for (int stale = 0; stale < kWindowStaleRounds && best_height > goal && clock::now() < deadline;
+       ++stale) {
+    const plan current = greedy_in_order(window, order, deadline, &fixed);
+    late.clear();
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const std::size_t i = order[k];
+      if (current.offsets[i] + window.buffers[i].size > std::max(goal, best_height - 1))
+        late.push_back(k);
+    }
+    for (auto it = late.rbegin(); it != late.rend(); ++it) {
+      const std::size_t i = order[*it];
+      order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
+      order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
+    }
+    plan p = greedy_in_order(window, order, deadline, &fixed);
+    if (const std::int64_t h = height(window, p); h < best_height) {
+      best_height = h;
+      best = std::move(p);
+      stale = -1;
+    }
+  }
+  return best;
+}
+}  // namespace
+
+plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point deadline) {
+  const std::size_t n = inst.buffers.size();
+  std::vector<std::size_t> by_birth(n);
+  std::iota(by_birth.begin(), by_birth.end(), std::size_t{0});
+  std::stable_sort(by_birth.begin(), by_birth.end(), [&](std::size_t a, std::size_t b) {
+    return inst.buffers[a].lower < inst.buffers[b].lower;
+  });
+  const std::int64_t goal = load(inst);
+  plan result;
+  result.offsets.assign(n, 0);
+  std::vector<std::size_t> placed_alive;  // placed in earlier windows, perhaps still alive
+  for (std::size_t first = 0; first < n; first += std::max<std::size_t>(window, 1)) {
+    const std::size_t end = std::min(n, first + std::max<std::size_t>(window, 1));
+    const std::int64_t from = inst.buffers[by_birth[first]].lower;
+    std::erase_if(placed_alive, [&](std::size_t i) { return inst.buffers[i].upper <= from; });
+    instance part;
+    std::vector<std::size_t> whole_index;
+    std::vector<std::int64_t> fixed;
+    for (const std::size_t i : placed_alive) {
+      part.buffers.push_back(inst.buffers[i]);
+      whole_index.push_back(i);
+      fixed.push_back(result.offsets[i]);
+    }
+    for (std::size_t k = first; k < end; ++k) {
+      part.buffers.push_back(inst.buffers[by_birth[k]]);
+      whole_index.push_back(by_birth[k]);
+      fixed.push_back(-1);
+    }
+    const plan p = plan_window(part, fixed, goal, deadline);
+    for (std::size_t k = 0; k < part.buffers.size(); ++k) {
+      if (fixed[k] >= 0) continue;
+      result.offsets[whole_index[k]] = p.offsets[k];
+      placed_alive.push_back(whole_index[k]);
+    }
+  }
+  return result;
+}
+
 plan online_best_fit(const instance& inst) {
   plan result;
   result.offsets.assign(inst.buffers.size(), 0);

@@ -78,6 +78,13 @@ struct sections {
 // birth, its range free again at its death): O(n log n), the floor when best fit in
 // an order runs out of time.
 plan online_best_fit(const instance& inst);
+// Best fit window by window, for an instance that is one group too large for best fit
+// over the whole (a serving loop, whose requests' caches cross every moment): the
+// buffers taken by birth in windows of `window`, each window planned by best fit in a
+// few orders and repaired towards LOAD around the earlier windows' buffers still
+// alive, which stay where they were put. Bounded by the deadline: past it, best fit
+// stacks what is left.
+plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point deadline);
 // Largest first, as greedy_best_fit() takes them.
 std::vector<std::size_t> size_order(const instance& inst);
 // Best fit taking the buffers in the given order; past the deadline the rest are

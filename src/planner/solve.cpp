@@ -24,6 +24,10 @@ constexpr double kRepairShare = 0.25;
 constexpr double kRepairShareLarge = 0.75;
 constexpr std::size_t kLargeInstanceBuffers = 10000;
 constexpr int kRepairStaleRounds = 16;  // rounds without a lower plan before giving up
+// One group of more buffers than this is planned by a rolling horizon: best fit over
+// it whole costs minutes (its square), and the search cannot start.
+constexpr std::size_t kRollingHorizonBuffers = 250000;
+constexpr std::size_t kRollingWindow = 5000;  // buffers a window
 
 // The parts of an instance with their searches, and a way to try one capacity.
 class planner_state {
@@ -352,6 +356,25 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
     }
     if (large && split->parts.size() > 1)
       return solve_by_parts(inst, opts, *split, start, deadline, cut_bands, climb);
+    // One group that no band cuts either (a serving loop's caches cross every moment).
+    if (large && split->parts.size() == 1 &&
+        split->parts[0].members.size() > kRollingHorizonBuffers) {
+      result out;
+      out.load_bytes = load(inst);
+      out.parts = 1;
+      out.best = detail::rolling_horizon(inst, kRollingWindow, deadline);
+      plan online = detail::online_best_fit(inst);
+      if (height(inst, online) < height(inst, out.best)) out.best = std::move(online);
+      if (const validation check = validate(inst, out.best); !check) {
+        throw invariant_violation("[memkit::planner::solve] a rolling-horizon plan is invalid: " +
+                                  check.message);
+      }
+      out.height_bytes = out.greedy_height_bytes = height(inst, out.best);
+      out.fits = !opts.capacity || out.height_bytes <= *opts.capacity;
+      out.optimal = out.height_bytes <= out.load_bytes;
+      out.seconds = seconds_since(start);
+      return out;
+    }
   }
   result out;
   out.load_bytes = load(inst);

@@ -456,6 +456,50 @@ TEST(PlannerSearch, TheOnlineFloorIsValidAndReusesFreedRanges) {
   EXPECT_EQ(height(steps, detail::online_best_fit(steps)), load(steps));
 }
 
+// A serving loop's shape: chains of buffers, each born a moment before the one before
+// it dies and one unit larger (a request's cache grown token by token), requests
+// leaving and new ones joining, with short transients between. No moment is free of
+// crossing chains, so the instance is one group.
+instance serving_instance(std::mt19937& rng, int requests, int slots) {
+  instance inst;
+  std::uniform_int_distribution<int> length(5, 60);
+  std::uniform_int_distribution<int> prompt(8, 64);
+  std::vector<int> free_at(static_cast<std::size_t>(slots), 0);
+  int id = 0;
+  for (int r = 0; r < requests; ++r) {
+    auto slot = std::min_element(free_at.begin(), free_at.end());
+    int t = *slot;
+    std::int64_t size = prompt(rng);
+    for (int token = length(rng); token > 0; --token, ++size, t += 3) {
+      inst.buffers.push_back(buffer{id++, t, t + 4, size});          // the cache, then its copy
+      inst.buffers.push_back(buffer{id++, t + 1, t + 2, 2 * size});  // a transient
+    }
+    *slot = t + 1;
+  }
+  return inst;
+}
+
+TEST(PlannerGreedy, TheRollingHorizonPlansOneGroupWindowByWindow) {
+  std::mt19937 rng(21);
+  const instance inst = serving_instance(rng, 400, 12);
+  ASSERT_GT(inst.buffers.size(), 10000u);
+  ASSERT_EQ(detail::decompose(inst).parts.size(), 1u) << "chains cross every moment";
+  const auto forever = detail::clock::time_point::max();
+  for (const std::size_t window : {std::size_t{1}, std::size_t{500}, std::size_t{4000}}) {
+    const plan p = detail::rolling_horizon(inst, window, forever);
+    const validation check = validate(inst, p);
+    ASSERT_TRUE(check.ok) << "window " << window << ": " << check.message;
+    EXPECT_GE(height(inst, p), load(inst));
+  }
+  // One window holding everything is best fit in its best order, then repaired: never
+  // above best fit in size order, one of those orders.
+  const plan whole = detail::rolling_horizon(inst, inst.buffers.size(), forever);
+  EXPECT_LE(height(inst, whole), height(inst, greedy_best_fit(inst)));
+  // Past the deadline the windows are stacked: still valid.
+  const plan late = detail::rolling_horizon(inst, 500, detail::clock::now());
+  EXPECT_TRUE(validate(inst, late));
+}
+
 TEST(PlannerGreedy, SizeClassSweepTakesLargerClassesFirstThenTheLatestDeath) {
   std::mt19937 rng(17);
   const instance inst = random_instance(rng, 500, 100, 5000);
