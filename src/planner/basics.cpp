@@ -217,6 +217,20 @@ plan greedy_scanning_all(const instance& inst, const std::vector<std::size_t>& o
 
 }  // namespace
 
+void move_late_forward(const instance& inst, const plan& p, std::int64_t target,
+                       std::vector<std::size_t>& order, std::vector<std::size_t>& late) {
+  late.clear();
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::size_t i = order[k];
+    if (p.offsets[i] + inst.buffers[i].size > target) late.push_back(k);
+  }
+  for (auto it = late.rbegin(); it != late.rend(); ++it) {
+    const std::size_t i = order[*it];
+    order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
+    order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
+  }
+}
+
 namespace {
 constexpr int kWindowStaleRounds = 10;  // repair rounds without a lower window plan
 
@@ -241,24 +255,14 @@ plan plan_window(const instance& window, const std::vector<std::int64_t>& fixed,
     }
   }
   std::vector<std::size_t> late;
+  plan current = best;  // the plan of `order`
   for (int stale = 0; stale < kWindowStaleRounds && best_height > goal && clock::now() < deadline;
        ++stale) {
-    const plan current = greedy_in_order(window, order, deadline, &fixed);
-    late.clear();
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      const std::size_t i = order[k];
-      if (current.offsets[i] + window.buffers[i].size > std::max(goal, best_height - 1))
-        late.push_back(k);
-    }
-    for (auto it = late.rbegin(); it != late.rend(); ++it) {
-      const std::size_t i = order[*it];
-      order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
-      order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
-    }
-    plan p = greedy_in_order(window, order, deadline, &fixed);
-    if (const std::int64_t h = height(window, p); h < best_height) {
+    move_late_forward(window, current, std::max(goal, best_height - 1), order, late);
+    current = greedy_in_order(window, order, deadline, &fixed);
+    if (const std::int64_t h = height(window, current); h < best_height) {
       best_height = h;
-      best = std::move(p);
+      best = current;
       stale = -1;
     }
   }

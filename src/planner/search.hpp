@@ -85,6 +85,11 @@ plan online_best_fit(const instance& inst);
 // alive, which stay where they were put. Bounded by the deadline: past it, best fit
 // stacks what is left.
 plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point deadline);
+// The repair's move: the buffers of `order` that end above `target` in `p` go halfway
+// to the front of the order (taken from the back, so that earlier positions stay put).
+// `late` is scratch space.
+void move_late_forward(const instance& inst, const plan& p, std::int64_t target,
+                       std::vector<std::size_t>& order, std::vector<std::size_t>& late);
 // Largest first, as greedy_best_fit() takes them.
 std::vector<std::size_t> size_order(const instance& inst);
 // Best fit taking the buffers in the given order; past the deadline the rest are

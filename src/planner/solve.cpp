@@ -462,17 +462,7 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
       const std::int64_t target = opts.capacity && *opts.capacity < out.height_bytes
                                       ? *opts.capacity
                                       : out.height_bytes - 1;
-      late.clear();
-      for (std::size_t k = 0; k < order.size(); ++k) {
-        const std::size_t i = order[k];
-        if (candidate.offsets[i] + inst.buffers[i].size > target) late.push_back(k);
-      }
-      // Move from the back so that earlier positions stay put.
-      for (auto it = late.rbegin(); it != late.rend(); ++it) {
-        const std::size_t i = order[*it];
-        order.erase(order.begin() + static_cast<std::ptrdiff_t>(*it));
-        order.insert(order.begin() + static_cast<std::ptrdiff_t>(*it / 2), i);
-      }
+      detail::move_late_forward(inst, candidate, target, order, late);
       candidate = detail::greedy_in_order(inst, order, deadline, fixed);
       const std::int64_t before = out.height_bytes;
       offer(candidate);
