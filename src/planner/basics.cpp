@@ -281,8 +281,9 @@ plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point
   plan result;
   result.offsets.assign(n, 0);
   std::vector<std::size_t> placed_alive;  // placed in earlier windows, perhaps still alive
-  for (std::size_t first = 0; first < n; first += std::max<std::size_t>(window, 1)) {
-    const std::size_t end = std::min(n, first + std::max<std::size_t>(window, 1));
+  const std::size_t step = std::max<std::size_t>(window, 1);
+  for (std::size_t first = 0; first < n; first += step) {
+    const std::size_t end = std::min(n, first + step);
     const std::int64_t from = inst.buffers[by_birth[first]].lower;
     std::erase_if(placed_alive, [&](std::size_t i) { return inst.buffers[i].upper <= from; });
     instance part;
