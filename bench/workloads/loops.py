@@ -332,13 +332,30 @@ def llama_generate(device, seed):
                           max_new_tokens=64, min_new_tokens=64, pad_token_id=0)
 
 
-def _random_boxes(rng, h, w, count):
-    """count boxes [x1, y1, x2, y2] of at least 16 px inside an h x w image."""
-    boxes = []
-    for _ in range(count):
-        x1, y1 = rng.uniform(0, w - 32), rng.uniform(0, h - 32)
-        boxes.append([x1, y1, rng.uniform(x1 + 16, w), rng.uniform(y1 + 16, h)])
-    return boxes
+def _detection_step(model, optimizer, device, seed, instances, masks=False):
+    """A training step of a torchvision detector on 2 random images of 400..800 px, each
+    with a number of random boxes of at least 16 px drawn from `instances` (lowest,
+    highest), labelled at random and, with `masks`, each with its box's mask."""
+    rng, g = _seeded(device, seed)
+
+    def image_and_target():
+        h, w = rng.randint(400, 800), rng.randint(400, 800)
+        boxes = []
+        for _ in range(rng.randint(*instances)):
+            x1, y1 = rng.uniform(0, w - 32), rng.uniform(0, h - 32)
+            boxes.append([x1, y1, rng.uniform(x1 + 16, w), rng.uniform(y1 + 16, h)])
+        target = {"boxes": torch.tensor(boxes, device=device),
+                  "labels": torch.tensor([rng.randint(1, 90) for _ in boxes], device=device)}
+        if masks:
+            target["masks"] = torch.zeros(len(boxes), h, w, dtype=torch.uint8, device=device)
+            for k, (x1, y1, x2, y2) in enumerate(boxes):
+                target["masks"][k, int(y1):int(y2), int(x1):int(x2)] = 1
+        return torch.rand(3, h, w, device=device, generator=g), target
+
+    def forward():
+        images, targets = zip(*(image_and_target() for _ in range(2)))
+        return sum(model(list(images), list(targets)).values())
+    return _train_step(model, optimizer, forward)
 
 
 @loop("fasterrcnn_train_varsize", "torchvision Faster R-CNN (ResNet-50 FPN), 2 images a step, "
@@ -349,19 +366,7 @@ def fasterrcnn_train(device, seed):
         weights=None, weights_backbone=None, num_classes=91).to(device)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.005, momentum=0.9)
-    rng, g = _seeded(device, seed)
-
-    def image_and_target():
-        h, w = rng.randint(400, 800), rng.randint(400, 800)
-        boxes = _random_boxes(rng, h, w, rng.randint(2, 12))
-        target = {"boxes": torch.tensor(boxes, device=device),
-                  "labels": torch.tensor([rng.randint(1, 90) for _ in boxes], device=device)}
-        return torch.rand(3, h, w, device=device, generator=g), target
-
-    def forward():
-        images, targets = zip(*(image_and_target() for _ in range(2)))
-        return sum(model(list(images), list(targets)).values())
-    return _train_step(model, optimizer, forward)
+    return _detection_step(model, optimizer, device, seed, (2, 12))
 
 
 @loop("swin_tiny_adamw_bf16", "timm Swin-T (window attention), batch 64 at 224 px, bf16 "
@@ -1458,23 +1463,7 @@ def maskrcnn_train_varinst(device, seed):
     model = torchvision.models.detection.maskrcnn_resnet50_fpn(
         weights=None, weights_backbone=None, num_classes=91).to(device).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.005, momentum=0.9)
-    rng, g = _seeded(device, seed)
-
-    def image_and_target():
-        h, w = rng.randint(400, 800), rng.randint(400, 800)
-        boxes = _random_boxes(rng, h, w, rng.randint(1, 16))
-        masks = torch.zeros(len(boxes), h, w, dtype=torch.uint8, device=device)
-        for k, (x1, y1, x2, y2) in enumerate(boxes):
-            masks[k, int(y1):int(y2), int(x1):int(x2)] = 1
-        target = {"boxes": torch.tensor(boxes, device=device),
-                  "labels": torch.tensor([rng.randint(1, 90) for _ in boxes], device=device),
-                  "masks": masks}
-        return torch.rand(3, h, w, device=device, generator=g), target
-
-    def forward():
-        images, targets = zip(*(image_and_target() for _ in range(2)))
-        return sum(model(list(images), list(targets)).values())
-    return _train_step(model, optimizer, forward)
+    return _detection_step(model, optimizer, device, seed, (1, 16), masks=True)
 
 
 @loop("bart_beam_summarize", "BART-base-style encoder-decoder (6+6 layers, 768 wide) in bf16, "
