@@ -50,14 +50,17 @@
 //      above LOAD. Time is compressed to the sections between events. A large
 //      instance that splits is planned part by part, each with steps 1-7 of its own (a
 //      part over a floor, with the floor's buffers fixed), in a share of the time,
-//      stopping once the whole is at LOAD; parts that are the same but for a shift in
-//      time (a loop's steps) are planned once. A large instance that stays one group
-//      of over 250,000 buffers (a serving loop: its requests' caches cross every
-//      moment) is planned by a rolling horizon instead, best fit over it whole costing
-//      its square: the buffers taken by birth in windows of 5,000, each window planned
-//      by best fit in four orders and repaired towards LOAD around the earlier windows'
-//      buffers still alive, which stay where they were put (or the online floor, if
-//      lower); there is no search.
+//      stopping once the whole is at LOAD; parts that are the same but for a shift in time
+//      (a loop's steps) are planned once, and a part with the same lifetimes as an earlier
+//      one and at most one size in 16 different (a step drawn from the same bucket) takes
+//      the earlier one's plan, its grown buffers placed again by best fit: the earlier one
+//      is searched with the time of both. A large instance that stays one group of over
+//      250,000 buffers (a serving loop: its requests' caches cross every moment) is
+//      planned by a rolling horizon instead, best fit over it whole costing its square:
+//      the buffers taken by birth in windows of 5,000, each window planned by best fit in
+//      four orders and repaired towards LOAD around the earlier windows' buffers still
+//      alive, which stay where they were put (or the online floor, if lower); there is no
+//      search.
 //   4. Each part is searched depth first over canonical plans: buffers are placed in
 //      order of non-decreasing offset, each at the lowest offset its already-placed
 //      neighbours in time allow (every plan can be pushed down into such a form without

@@ -231,6 +231,41 @@ void move_late_forward(const instance& inst, const plan& p, std::int64_t target,
   }
 }
 
+std::int64_t carry_plan(const instance& from, const std::vector<std::int64_t>& from_offsets,
+                        const instance& to, std::vector<std::int64_t> fixed,
+                        clock::time_point deadline, std::vector<std::int64_t>& offsets) {
+  const std::size_t members = from_offsets.size();
+  if (fixed.empty()) fixed.assign(to.buffers.size(), -1);
+  const auto meets = [&](const buffer& x, std::int64_t x_offset, const buffer& y,
+                         std::int64_t y_offset) {
+    return x.lower < y.upper && y.lower < x.upper && x_offset < y_offset + y.size &&
+           y_offset < x_offset + x.size;
+  };
+  std::vector<std::size_t> order;  // the members placed again
+  for (std::size_t j = 0; j < members; ++j) {
+    bool keep = to.buffers[j].size <= from.buffers[j].size;
+    for (std::size_t f = members; keep && f < to.buffers.size(); ++f)
+      keep = !meets(to.buffers[j], from_offsets[j], to.buffers[f], fixed[f]);
+    if (keep) {
+      fixed[j] = from_offsets[j];
+    } else {
+      order.push_back(j);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return to.buffers[a].size > to.buffers[b].size;
+  });
+  plan p = greedy_in_order(to, order, deadline, &fixed);
+  if (const validation check = validate(to, p); !check) {
+    throw invariant_violation("[memkit::planner::carry_plan] the plan carried over is invalid: " +
+                              check.message);
+  }
+  const std::int64_t h = height(to, p);
+  p.offsets.resize(members);
+  offsets = std::move(p.offsets);
+  return h;
+}
+
 namespace {
 constexpr int kWindowStaleRounds = 10;  // repair rounds without a lower window plan
 

@@ -90,6 +90,15 @@ plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point
 // `late` is scratch space.
 void move_late_forward(const instance& inst, const plan& p, std::int64_t target,
                        std::vector<std::size_t>& order, std::vector<std::size_t>& late);
+// A plan of one part carried over to another with the same lifetimes (a step drawn
+// from the same bucket): `from` and `to` list their members in the same order, `to`'s
+// floor after them, fixed at the offsets in `fixed` (-1 for the members; may be empty
+// when there is no floor). Each member keeps its offset in `from_offsets` but those that
+// grew or meet the floor, which best fit places again, largest first, around the rest.
+// Returns `to`'s height; `offsets` gets its members' offsets.
+std::int64_t carry_plan(const instance& from, const std::vector<std::int64_t>& from_offsets,
+                        const instance& to, std::vector<std::int64_t> fixed,
+                        clock::time_point deadline, std::vector<std::int64_t>& offsets);
 // Largest first, as greedy_best_fit() takes them.
 std::vector<std::size_t> size_order(const instance& inst);
 // Best fit taking the buffers in the given order; past the deadline the rest are

@@ -144,6 +144,20 @@ double seconds_since(clock::time_point start) {
 result solve_impl(const instance& inst, const options& opts, std::int64_t enough, bool cut_bands,
                   bool climb, const std::vector<std::int64_t>* fixed = nullptr);
 
+// Parts whose members, in canonical order, live at the same moments (from the part's
+// first) and differ in size in at most one buffer in kSiblingSizeShare.
+constexpr std::size_t kSiblingSizeShare = 16;
+bool is_sibling(const std::vector<std::array<std::int64_t, 4>>& a, std::size_t a_members,
+                const std::vector<std::array<std::int64_t, 4>>& b, std::size_t b_members) {
+  if (a_members != b_members) return false;
+  std::size_t differ = 0;
+  for (std::size_t j = 0; j < a_members; ++j) {  // each key lists its members first
+    if (a[j][0] != b[j][0] || a[j][1] != b[j][1]) return false;
+    if (a[j][2] != b[j][2] && ++differ * kSiblingSizeShare > a_members) return false;
+  }
+  return true;
+}
+
 // A large instance that splits is planned part by part: each part gets its own best
 // fit, repair and search (on a long schedule best fit over the whole instance costs
 // a pass over every buffer per round, while a part's rounds cost only its own), in a
@@ -221,42 +235,83 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
     }
     if (planned_as[k] == k) same_hash.push_back(k);
   }
+  // Steps drawn from a few buckets (an image's aspect, a padded length) give parts
+  // with the same lifetimes whose sizes differ in a few buffers: such a part is a
+  // sibling of the first like it, which is searched with the time of them all, its plan
+  // carried over to each sibling (see carry_plan). A sibling the carried plan leaves
+  // higher than the first is searched on its own in the second round.
+  std::vector<std::size_t> first_of(split.parts.size());  // the first part like it
+  std::vector<bool> own_search(split.parts.size(), false);
+  for (std::size_t k = 0; k < split.parts.size(); ++k) {
+    first_of[k] = k;
+    if (planned_as[k] != k) continue;
+    for (std::size_t e = 0; e < k; ++e) {
+      if (planned_as[e] == e && first_of[e] == e &&
+          is_sibling(shapes[e].key, shapes[e].order.size(), shapes[k].key,
+                     shapes[k].order.size())) {
+        first_of[k] = e;
+        break;
+      }
+    }
+  }
+  // A part's instance: its members in canonical order, then its floor, fixed where
+  // the split put it (`fixed` is left empty when there is no floor).
+  const auto part_instance = [&](std::size_t k, std::vector<std::int64_t>& fixed) {
+    instance sub;
+    sub.buffers.reserve(shapes[k].order.size() + shapes[k].floor.size());
+    for (const std::size_t i : shapes[k].order) sub.buffers.push_back(inst.buffers[i]);
+    fixed.clear();
+    if (!shapes[k].floor.empty()) {
+      fixed.assign(sub.buffers.size(), -1);
+      sub.buffers.insert(sub.buffers.end(), shapes[k].floor.begin(), shapes[k].floor.end());
+      fixed.insert(fixed.end(), shapes[k].floor_offsets.begin(), shapes[k].floor_offsets.end());
+    }
+    return sub;
+  };
   // A part need not go below what keeps the whole at LOAD (or under a capacity asked
   // for without minimising): it stops minimising there.
   const std::int64_t target =
       opts.capacity && !opts.minimize_within_capacity ? *opts.capacity : out.load_bytes;
   std::vector<std::vector<std::int64_t>> shape_offsets(split.parts.size());
   std::vector<std::int64_t> shape_height(split.parts.size(), 0);
+  const auto needs_work = [&](std::size_t k) {
+    return shape_offsets[k].empty() || split.parts[k].base + shape_height[k] > target;
+  };
+  // The members whose time a search has: its part's, and its siblings' that take its
+  // plan (only a first part has siblings).
+  const auto searched_members = [&](std::size_t k) {
+    std::size_t members = split.parts[k].members.size();
+    for (std::size_t s = k + 1; s < split.parts.size(); ++s) {
+      if (first_of[s] == k && !own_search[s] && needs_work(s))
+        members += split.parts[s].members.size();
+    }
+    return members;
+  };
+  const auto is_searched = [&](std::size_t k) {
+    return planned_as[k] == k && (first_of[k] == k || own_search[k]);
+  };
   // Two rounds: every shape in half its share of the time, then the shapes still above
   // the target again in all the time left (a plan is kept only if it is lower).
   for (const double round_share : {0.5, 1.0}) {
     std::size_t round_members = 0;
     for (std::size_t k = 0; k < split.parts.size(); ++k) {
-      if (planned_as[k] == k &&
-          (shape_offsets[k].empty() || split.parts[k].base + shape_height[k] > target))
-        round_members += split.parts[k].members.size();
+      if (is_searched(k) && needs_work(k)) round_members += searched_members(k);
     }
     for (std::size_t k = 0; k < split.parts.size() && round_members > 0; ++k) {
       const detail::part& p = split.parts[k];
       const bool first_round = shape_offsets[k].empty();
-      if (planned_as[k] != k || (!first_round && p.base + shape_height[k] <= target)) continue;
-      instance sub;
-      sub.buffers.reserve(p.members.size() + shapes[k].floor.size());
-      for (const std::size_t i : shapes[k].order) sub.buffers.push_back(inst.buffers[i]);
+      if (!is_searched(k) || !needs_work(k)) continue;
       std::vector<std::int64_t> fixed;
-      if (!shapes[k].floor.empty()) {
-        fixed.assign(sub.buffers.size(), -1);
-        sub.buffers.insert(sub.buffers.end(), shapes[k].floor.begin(), shapes[k].floor.end());
-        fixed.insert(fixed.end(), shapes[k].floor_offsets.begin(), shapes[k].floor_offsets.end());
-      }
+      const instance sub = part_instance(k, fixed);
       options sub_options = opts;
       sub_options.capacity.reset();
       sub_options.minimize_within_capacity = false;
       const double left =
           std::max(0.0, std::chrono::duration<double>(deadline - clock::now()).count());
-      sub_options.time_limit_seconds = round_share * left * static_cast<double>(p.members.size()) /
-                                       static_cast<double>(round_members);
-      round_members -= p.members.size();
+      const std::size_t members = searched_members(k);
+      sub_options.time_limit_seconds =
+          round_share * left * static_cast<double>(members) / static_cast<double>(round_members);
+      round_members -= members;
       result part_result = solve_impl(sub, sub_options, target - p.base, cut_bands, climb,
                                       fixed.empty() ? nullptr : &fixed);
       part_result.best.offsets.resize(p.members.size());  // the floor's stay where they were
@@ -266,6 +321,22 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       if (first_round || part_result.height_bytes < shape_height[k]) {
         shape_offsets[k] = part_result.best.offsets;
         shape_height[k] = part_result.height_bytes;
+      }
+      for (std::size_t s = k + 1; s < split.parts.size(); ++s) {
+        if (first_of[s] != k || own_search[s] || !needs_work(s)) continue;
+        std::vector<std::int64_t> sibling_fixed;
+        const instance sibling = part_instance(s, sibling_fixed);
+        std::vector<std::int64_t> offsets;
+        const std::int64_t h =
+            detail::carry_plan(sub, shape_offsets[k], sibling, sibling_fixed, deadline, offsets);
+        if (shape_offsets[s].empty() || h < shape_height[s]) {
+          if (shape_offsets[s].empty())
+            greedy_height = std::max(greedy_height, split.parts[s].base + h);
+          shape_offsets[s] = std::move(offsets);
+          shape_height[s] = h;
+        }
+        // Left higher than the part it came from: searched on its own from now on.
+        if (split.parts[s].base + shape_height[s] > p.base + shape_height[k]) own_search[s] = true;
       }
     }
   }

@@ -500,6 +500,57 @@ TEST(PlannerGreedy, TheRollingHorizonPlansOneGroupWindowByWindow) {
   EXPECT_TRUE(validate(inst, late));
 }
 
+TEST(PlannerGreedy, APlanCarriedToASiblingKeepsWhatStillFitsAndPlacesTheRest) {
+  instance from;
+  from.buffers = {{0, 0, 4, 10}, {1, 0, 2, 5}, {2, 2, 4, 5}, {3, 1, 3, 3}};
+  const std::vector<std::int64_t> from_offsets{0, 10, 10, 15};
+  ASSERT_TRUE(validate(from, plan{from_offsets}));
+  // The same lifetimes: buffer 1 grew (at 10 it would meet buffer 3), buffer 2 shrank,
+  // and a floor buffer lies where buffer 3 was.
+  instance to;
+  to.buffers = {{0, 0, 4, 10}, {1, 0, 2, 7}, {2, 2, 4, 4}, {3, 1, 3, 3}, {4, 2, 3, 3}};
+  const std::vector<std::int64_t> fixed{-1, -1, -1, -1, 16};
+  std::vector<std::int64_t> offsets;
+  const std::int64_t h =
+      detail::carry_plan(from, from_offsets, to, fixed, detail::clock::time_point::max(), offsets);
+  ASSERT_EQ(offsets.size(), 4u);
+  EXPECT_EQ(offsets[0], 0);
+  EXPECT_EQ(offsets[2], 10);
+  plan whole{offsets};
+  whole.offsets.push_back(16);
+  const validation check = validate(to, whole);
+  ASSERT_TRUE(check.ok) << check.message;
+  EXPECT_EQ(h, height(to, whole));
+}
+
+// Steps with the same lifetimes, drawn from two buckets whose sizes differ in a few
+// buffers: the second bucket's parts are siblings of the first's and take its plan.
+TEST(PlannerSolve, StepsOfTwoBucketsArePlannedValidlyFromOneSearch) {
+  instance inst;
+  std::int64_t id = 0;
+  for (int step = 0; step < 40; ++step) {
+    const std::int64_t base = step * 100;
+    const bool second_bucket = step % 3 == 1;
+    for (int j = 0; j < 300; ++j) {
+      const std::int64_t lower = base + (j * 7) % 90;
+      const std::int64_t upper = lower + 1 + (j * 13) % 9;
+      std::int64_t size = 100 + (j * 37) % 500;
+      if (second_bucket && j % 50 == 0) size += 64;  // grown: placed again
+      if (second_bucket && j % 50 == 1) size -= 50;  // shrunk: keeps its place
+      inst.buffers.push_back(buffer{id++, lower, upper, size});
+    }
+  }
+  ASSERT_GT(detail::decompose(inst).parts.size(), 1u);
+  options opts;
+  opts.time_limit_seconds = 2.0;
+  const result r = solve(inst, opts);
+  const validation check = validate(inst, r.best);
+  ASSERT_TRUE(check.ok) << check.message;
+  EXPECT_GE(r.height_bytes, load(inst));
+  EXPECT_EQ(r.height_bytes, height(inst, r.best));
+  EXPECT_LE(r.height_bytes, height(inst, greedy_best_fit(inst)));
+}
+
 TEST(PlannerGreedy, SizeClassSweepTakesLargerClassesFirstThenTheLatestDeath) {
   std::mt19937 rng(17);
   const instance inst = random_instance(rng, 500, 100, 5000);
