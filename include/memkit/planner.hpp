@@ -26,7 +26,12 @@
 //      keeps an order only when best fit lands no higher. There, too, chains of copies
 //      (a KV cache copied as it grows and as beam search reorders it) may get fixed
 //      slots, with two spares kept free at the peaks, best fit placing the rest around
-//      them; the climb starts from that plan where it lands lower.
+//      them; the climb starts from that plan where it lands lower. On an instance
+//      (or part) of over 10,000 buffers still above its goal, half the time left then
+//      goes to windows: a buffer at the top is picked, the buffers born and dead within
+//      a window of time around it (a few hundred to a few thousand) are planned again
+//      as one window of the rolling horizon (below) around the rest, which stays, and
+//      the plan is kept when lower, or as high with fewer buffers at the top.
 //   3. The instance is split into parts that can be planned alone: a buffer live over
 //      the whole time span of its part goes to the bottom (every other buffer there is
 //      wholly above or below it, so swapping it down loses nothing), and the rest is cut
@@ -59,8 +64,8 @@
 //      planned by a rolling horizon instead, best fit over it whole costing its square:
 //      the buffers taken by birth in windows of 5,000, each window planned by best fit in
 //      four orders and repaired towards LOAD around the earlier windows' buffers still
-//      alive, which stay where they were put (or the online floor, if lower); there is no
-//      search.
+//      alive, which stay where they were put (or the online floor, if lower), then
+//      windows around the top as in step 2 until the time is up; there is no search.
 //   4. Each part is searched depth first over canonical plans: buffers are placed in
 //      order of non-decreasing offset, each at the lowest offset its already-placed
 //      neighbours in time allow (every plan can be pushed down into such a form without

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -268,6 +269,11 @@ std::int64_t carry_plan(const instance& from, const std::vector<std::int64_t>& f
 
 namespace {
 constexpr int kWindowStaleRounds = 10;  // repair rounds without a lower window plan
+// improve_by_windows: a window holds about kWindowBuffers << k buffers born in it besides
+// the top buffer's own lifetime, k drawn from 0 .. kWindowScales - 1 (fixed seed).
+constexpr std::size_t kWindowBuffers = 256;
+constexpr int kWindowScales = 4;
+constexpr std::uint64_t kWindowSeed = 1;
 
 // One window's plan: best fit in size, peak-first and both sweep orders, the lowest
 // repaired (as solve() repairs the whole: the buffers ending above the best height so
@@ -342,6 +348,75 @@ plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point
     }
   }
   return result;
+}
+
+plan improve_by_windows(const instance& inst, plan p, std::int64_t goal, clock::time_point deadline,
+                        const std::vector<std::int64_t>* fixed) {
+  const std::size_t n = inst.buffers.size();
+  if (n == 0) return p;
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  std::int64_t last = std::numeric_limits<std::int64_t>::min();
+  for (const buffer& b : inst.buffers) {
+    first = std::min(first, b.lower);
+    last = std::max(last, b.upper);
+  }
+  // Buffers born per unit of time, to turn a window's buffer count into its length.
+  const double per_moment = static_cast<double>(n) / static_cast<double>(last - first);
+  std::mt19937_64 rng(kWindowSeed);
+  std::int64_t h = height(inst, p);
+  std::vector<std::size_t> tops;
+  bool fixed_at_top = false;  // then no window can lower the plan
+  const auto find_tops = [&](const plan& q, std::int64_t top) {
+    tops.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (q.offsets[i] + inst.buffers[i].size != top) continue;
+      tops.push_back(i);
+      fixed_at_top = fixed_at_top || (fixed && (*fixed)[i] >= 0);
+    }
+  };
+  find_tops(p, h);
+  instance window;
+  std::vector<std::size_t> whole_index;
+  std::vector<std::int64_t> window_fixed;
+  plan candidate;
+  std::vector<std::size_t> candidate_tops;
+  while (h > goal && !fixed_at_top && clock::now() < deadline) {
+    const buffer& top = inst.buffers[tops[rng() % tops.size()]];
+    const std::size_t buffers = kWindowBuffers << (rng() % kWindowScales);
+    const auto reach = static_cast<std::int64_t>(static_cast<double>(buffers) / (2 * per_moment));
+    const std::int64_t from = top.lower - reach;
+    const std::int64_t to = top.upper + reach;
+    // The buffers that live inside the window move; those that cross its ends (or were
+    // fixed by the caller) stay where they are.
+    window.buffers.clear();
+    whole_index.clear();
+    window_fixed.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      const buffer& b = inst.buffers[i];
+      if (b.upper <= from || b.lower >= to) continue;
+      const bool moves = b.lower >= from && b.upper <= to && (!fixed || (*fixed)[i] < 0);
+      window.buffers.push_back(b);
+      whole_index.push_back(i);
+      window_fixed.push_back(moves ? -1 : p.offsets[i]);
+    }
+    const plan q = plan_window(window, window_fixed, goal, deadline);
+    candidate = p;
+    for (std::size_t k = 0; k < window.buffers.size(); ++k)
+      candidate.offsets[whole_index[k]] = q.offsets[k];
+    const std::int64_t candidate_height = height(inst, candidate);
+    if (candidate_height > h) continue;
+    std::swap(tops, candidate_tops);
+    find_tops(candidate, candidate_height);  // a fixed buffer at h is at the top already
+    // Kept when lower, or as high with fewer buffers at the top: never back to a plan
+    // seen before.
+    if (candidate_height < h || tops.size() < candidate_tops.size()) {
+      std::swap(p, candidate);
+      h = candidate_height;
+    } else {
+      std::swap(tops, candidate_tops);
+    }
+  }
+  return p;
 }
 
 plan online_best_fit(const instance& inst) {

@@ -85,6 +85,14 @@ plan online_best_fit(const instance& inst);
 // alive, which stay where they were put. Bounded by the deadline: past it, best fit
 // stacks what is left.
 plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point deadline);
+// A large neighbourhood search after the repair, for instances too large for the search
+// to help: a buffer at the top is picked, the buffers born and dead within a window of
+// time around it are planned again (as rolling_horizon plans a window) around the rest,
+// which stays, and the new plan is kept when it is lower, or as high with fewer buffers
+// at the top. Windows of a few hundred to a few thousand buffers, at random (fixed
+// seed). Until `goal` or the deadline; buffers `fixed` holds (>= 0) never move.
+plan improve_by_windows(const instance& inst, plan p, std::int64_t goal, clock::time_point deadline,
+                        const std::vector<std::int64_t>* fixed = nullptr);
 // The repair's move: the buffers of `order` that end above `target` in `p` go halfway
 // to the front of the order (taken from the back, so that earlier positions stay put).
 // `late` is scratch space.

@@ -436,11 +436,13 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
       out.best = detail::rolling_horizon(inst, kRollingWindow, deadline);
       plan online = detail::online_best_fit(inst);
       if (height(inst, online) < height(inst, out.best)) out.best = std::move(online);
+      out.greedy_height_bytes = height(inst, out.best);
+      out.best = detail::improve_by_windows(inst, std::move(out.best), out.load_bytes, deadline);
       if (const validation check = validate(inst, out.best); !check) {
         throw invariant_violation("[memkit::planner::solve] a rolling-horizon plan is invalid: " +
                                   check.message);
       }
-      out.height_bytes = out.greedy_height_bytes = height(inst, out.best);
+      out.height_bytes = height(inst, out.best);
       out.fits = !opts.capacity || out.height_bytes <= *opts.capacity;
       out.optimal = out.height_bytes <= out.load_bytes;
       out.seconds = seconds_since(start);
@@ -560,6 +562,18 @@ result solve_impl(const instance& inst, const options& opts, std::int64_t enough
                                   now + (deadline - now) * 3 / 4,
                                   slots.empty() ? nullptr : &slots));
       }
+    }
+  }
+
+  // On a large instance the repair leaves a few buffers at the top that no order of
+  // best fit moves, and the search rarely gets far: windows of time around them are
+  // planned again, in half the time left (improve_by_windows).
+  if (inst.buffers.size() > kLargeInstanceBuffers && out.height_bytes > enough &&
+      !(opts.capacity && out.height_bytes <= *opts.capacity)) {
+    const clock::time_point now = clock::now();
+    if (now < deadline) {
+      const std::int64_t goal = opts.capacity ? std::max(enough, *opts.capacity) : enough;
+      offer(detail::improve_by_windows(inst, out.best, goal, now + (deadline - now) / 2, fixed));
     }
   }
 

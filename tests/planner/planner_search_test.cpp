@@ -551,6 +551,39 @@ TEST(PlannerSolve, StepsOfTwoBucketsArePlannedValidlyFromOneSearch) {
   EXPECT_LE(r.height_bytes, height(inst, greedy_best_fit(inst)));
 }
 
+TEST(PlannerGreedy, WindowsAroundTheTopLowerAPlanAndLeaveFixedBuffersWhereTheyAre) {
+  std::mt19937 rng(5);
+  instance inst;
+  std::uniform_int_distribution<int> length(1, 40);
+  std::uniform_int_distribution<int> size(1, 1000);
+  for (int i = 0; i < 4000; ++i) {
+    const int lower = i / 2;
+    inst.buffers.push_back(buffer{i, lower, lower + length(rng), size(rng)});
+  }
+  // A poor start: every buffer stacked on the ones before it.
+  plan stacked;
+  std::int64_t top = 0;
+  for (const buffer& b : inst.buffers) {
+    stacked.offsets.push_back(top);
+    top += b.size;
+  }
+  std::vector<std::int64_t> fixed(inst.buffers.size(), -1);
+  for (std::size_t i = 0; i < fixed.size(); i += 7) fixed[i] = stacked.offsets[i];
+  const auto deadline = detail::clock::now() + std::chrono::seconds(1);
+  const plan p = detail::improve_by_windows(inst, stacked, load(inst), deadline, &fixed);
+  const validation check = validate(inst, p);
+  ASSERT_TRUE(check.ok) << check.message;
+  EXPECT_LT(height(inst, p), height(inst, stacked));
+  for (std::size_t i = 0; i < fixed.size(); i += 7) ASSERT_EQ(p.offsets[i], fixed[i]);
+  // Without fixed buffers, and from best fit: never higher than where it started.
+  const plan fit = greedy_best_fit(inst);
+  const plan better = detail::improve_by_windows(inst, fit, load(inst),
+                                                 detail::clock::now() + std::chrono::seconds(1));
+  ASSERT_TRUE(validate(inst, better));
+  EXPECT_LE(height(inst, better), height(inst, fit));
+  EXPECT_GE(height(inst, better), load(inst));
+}
+
 TEST(PlannerGreedy, SizeClassSweepTakesLargerClassesFirstThenTheLatestDeath) {
   std::mt19937 rng(17);
   const instance inst = random_instance(rng, 500, 100, 5000);
