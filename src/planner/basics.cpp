@@ -383,9 +383,13 @@ plan improve_by_windows(const instance& inst, plan p, std::int64_t goal, clock::
   while (h > goal && !fixed_at_top && clock::now() < deadline) {
     const buffer& top = inst.buffers[tops[rng() % tops.size()]];
     const std::size_t buffers = kWindowBuffers << (rng() % kWindowScales);
-    const auto reach = static_cast<std::int64_t>(static_cast<double>(buffers) / (2 * per_moment));
-    const std::int64_t from = top.lower - reach;
-    const std::int64_t to = top.upper + reach;
+    // Within [first, last), so that no sum leaves 64 bits on any schedule.
+    const double wanted = static_cast<double>(buffers) / (2 * per_moment);
+    const std::int64_t reach = wanted >= static_cast<double>(last - first)
+                                   ? last - first
+                                   : static_cast<std::int64_t>(wanted);
+    const std::int64_t from = top.lower - std::min(reach, top.lower - first);
+    const std::int64_t to = top.upper + std::min(reach, last - top.upper);
     // The buffers that live inside the window move; those that cross its ends (or were
     // fixed by the caller) stay where they are.
     window.buffers.clear();
