@@ -350,16 +350,21 @@ plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point
   return result;
 }
 
-plan improve_by_windows(const instance& inst, plan p, std::int64_t goal, clock::time_point deadline,
-                        const std::vector<std::int64_t>* fixed) {
-  const std::size_t n = inst.buffers.size();
-  if (n == 0) return p;
+std::pair<std::int64_t, std::int64_t> calculate_time_span(const instance& inst) {
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   std::int64_t last = std::numeric_limits<std::int64_t>::min();
   for (const buffer& b : inst.buffers) {
     first = std::min(first, b.lower);
     last = std::max(last, b.upper);
   }
+  return {first, last};
+}
+
+plan improve_by_windows(const instance& inst, plan p, std::int64_t goal, clock::time_point deadline,
+                        const std::vector<std::int64_t>* fixed) {
+  const std::size_t n = inst.buffers.size();
+  if (n == 0) return p;
+  const auto [first, last] = calculate_time_span(inst);
   // Buffers born per unit of time, to turn a window's buffer count into its length.
   const double per_moment = static_cast<double>(n) / static_cast<double>(last - first);
   std::mt19937_64 rng(kWindowSeed);

@@ -85,6 +85,8 @@ plan online_best_fit(const instance& inst);
 // alive, which stay where they were put. Bounded by the deadline: past it, best fit
 // stacks what is left.
 plan rolling_horizon(const instance& inst, std::size_t window, clock::time_point deadline);
+// The first moment any buffer lives and the first after the last one dies.
+std::pair<std::int64_t, std::int64_t> calculate_time_span(const instance& inst);
 // A large neighbourhood search after the repair, for instances too large for the search
 // to help: a buffer at the top is picked, the buffers born and dead within a window of
 // time around it are planned again (as rolling_horizon plans a window) around the rest,

@@ -103,12 +103,7 @@ constexpr int kChainStartDivisor = 32;
 std::vector<std::int64_t> best_chain_slots(const instance& inst, std::int64_t goal,
                                            clock::time_point deadline,
                                            std::vector<std::size_t>& order, plan& plan_so_far) {
-  std::int64_t first = std::numeric_limits<std::int64_t>::max();
-  std::int64_t last = std::numeric_limits<std::int64_t>::min();
-  for (const buffer& b : inst.buffers) {
-    first = std::min(first, b.lower);
-    last = std::max(last, b.upper);
-  }
+  const auto [first, last] = detail::calculate_time_span(inst);
   const std::vector<std::size_t> class_order = detail::size_class_sweep_order(inst);
   std::vector<std::int64_t> best_fixed;
   std::int64_t best_height = height(inst, plan_so_far);

@@ -525,7 +525,7 @@ TEST(PlannerGreedy, APlanCarriedToASiblingKeepsWhatStillFitsAndPlacesTheRest) {
 
 // Steps with the same lifetimes, drawn from two buckets whose sizes differ in a few
 // buffers: the second bucket's parts are siblings of the first's and take its plan.
-TEST(PlannerSolve, StepsOfTwoBucketsArePlannedValidlyFromOneSearch) {
+TEST(PlannerSearch, StepsOfTwoBucketsArePlannedValidlyFromOneSearch) {
   instance inst;
   std::int64_t id = 0;
   for (int step = 0; step < 40; ++step) {
