@@ -288,14 +288,19 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
   // Two rounds: every shape in half its share of the time, then the shapes still above
   // the target again in all the time left (a plan is kept only if it is lower).
   for (const double round_share : {0.5, 1.0}) {
+    // The parts searched in this round, chosen at its start: a sibling that a carried
+    // plan leaves higher is searched on its own from the next round on (its time in
+    // this one went to the part it came from).
+    std::vector<bool> searched_now(split.parts.size(), false);
     std::size_t round_members = 0;
     for (std::size_t k = 0; k < split.parts.size(); ++k) {
-      if (is_searched(k) && needs_work(k)) round_members += searched_members(k);
+      searched_now[k] = is_searched(k) && needs_work(k);
+      if (searched_now[k]) round_members += searched_members(k);
     }
     for (std::size_t k = 0; k < split.parts.size() && round_members > 0; ++k) {
       const detail::part& p = split.parts[k];
       const bool first_round = shape_offsets[k].empty();
-      if (!is_searched(k) || !needs_work(k)) continue;
+      if (!searched_now[k]) continue;
       std::vector<std::int64_t> fixed;
       const instance sub = part_instance(k, fixed);
       options sub_options = opts;
@@ -304,8 +309,10 @@ result solve_by_parts(const instance& inst, const options& opts, const detail::d
       const double left =
           std::max(0.0, std::chrono::duration<double>(deadline - clock::now()).count());
       const std::size_t members = searched_members(k);
+      // Never past the whole's deadline, whatever the shares.
       sub_options.time_limit_seconds =
-          round_share * left * static_cast<double>(members) / static_cast<double>(round_members);
+          std::min(left, round_share * left * static_cast<double>(members) /
+                             static_cast<double>(round_members));
       round_members -= members;
       result part_result = solve_impl(sub, sub_options, target - p.base, cut_bands, climb,
                                       fixed.empty() ? nullptr : &fixed);
